@@ -1,0 +1,46 @@
+"""roofkit: predict how ML workloads perform on hardware from first principles.
+
+The top package stays light: heavy pieces (pint, numpy, solvers) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
+from .hookspecs import hookimpl, hookspec
+from .types import CostModel, OpKind, Precision, ScenarioKind
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", imported on first access
+_LAZY = {
+    "build_registry": "roofkit.registry:build_registry",
+    "default_registry": "roofkit.registry:default_registry",
+    "Registry": "roofkit.registry:Registry",
+    "Hardware": "roofkit.namespaces:Hardware",
+    "Models": "roofkit.namespaces:Models",
+    "Scenarios": "roofkit.namespaces:Scenarios",
+    "Q": "roofkit.units:Q",
+    "ureg": "roofkit.units:ureg",
+}
+
+__all__ = [
+    "CostModel", "OOMError", "OpKind", "PluginError", "Precision", "RoofkitError",
+    "ScenarioKind", "SpecError", "UnknownNameError", "__version__", "hookimpl", "hookspec",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'roofkit' has no attribute {name!r}")
+    mod, attr = target.split(":")
+    value = getattr(importlib.import_module(mod), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

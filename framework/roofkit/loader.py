@@ -1,0 +1,249 @@
+"""Reading TOML specs into frozen attrs objects through one private, strict cattrs converter.
+
+Every problem in a file is collected and raised at once as a :class:`SpecError` whose lines
+read ``message @ file:key.path``; no cattrs traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from pathlib import Path
+
+import attrs
+import cattrs
+from cattrs.errors import (
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+)
+from cattrs.gen import make_dict_structure_fn, override
+
+from . import units
+from .errors import SpecError, closest
+from .schema.fields import meta_of
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class _Problems(Exception):
+    """Raised inside hooks: (relative key path, message) pairs."""
+
+    def __init__(self, items: list[tuple[str, str]]):
+        self.items = items
+        super().__init__("; ".join(m for _, m in items))
+
+
+def _kind(v) -> str:
+    return {str: "a string", bool: "a boolean", int: "an integer", float: "a number",
+            list: "a list", dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def _int(v, _):
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            raise _Problems([("", f"expected an integer, got {v!r}; write {int(v)}")])
+        extra = f"; write {v.strip()} without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
+        raise _Problems([("", f"expected an integer, got {v!r} ({_kind(v)}){extra}")])
+    return v
+
+
+def _float(v, _):
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        extra = ""
+        if isinstance(v, str):
+            try:
+                float(v)
+                extra = f"; write {v.strip()} without quotes"
+            except ValueError:
+                extra = "; a plain number is expected here, without a unit"
+        raise _Problems([("", f"expected a number, got {v!r} ({_kind(v)}){extra}")])
+    return float(v)
+
+
+def _str(v, _):
+    if not isinstance(v, str):
+        raise _Problems([("", f"expected a string, got {v!r} ({_kind(v)})")])
+    return v
+
+
+def _bool(v, _):
+    if not isinstance(v, bool):
+        raise _Problems([("", f"expected true or false, got {v!r} ({_kind(v)})")])
+    return v
+
+
+def _str_tuple(v, _):
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _Problems([("", f"expected a list of strings, got {v!r}")])
+    return tuple(v)
+
+
+def _parse_quantity(meta: dict):
+    dim = meta["dimension"]
+
+    def one(v, path=""):
+        try:
+            out = units.parse(v, dim)
+        except SpecError as exc:
+            raise _Problems([(path, str(exc))]) from None
+        if meta.get("positive") and out <= 0:
+            raise _Problems([(path, f"must be positive, got {v!r}")])
+        if meta.get("nonnegative") and out < 0:
+            raise _Problems([(path, f"must not be negative, got {v!r}")])
+        return out
+
+    if meta.get("mapping"):
+        def mapping(v, _):
+            if not isinstance(v, dict):
+                raise _Problems([("", f"expected a table of {dim} values, got {v!r}")])
+            out, problems = {}, []
+            for key, item in v.items():
+                try:
+                    out[key] = one(item, key)
+                except _Problems as exc:
+                    problems += exc.items
+            if problems:
+                raise _Problems(problems)
+            return out
+        return mapping
+
+    def scalar(v, _):
+        if v is None:
+            return None
+        return one(v)
+    return scalar
+
+
+def _checked(meta: dict, base):
+    def hook(v, t):
+        out = base(v, t)
+        if "range" in meta:
+            low, high, low_open = meta["range"]
+            bad = out > high or out < low or (low_open and out == low)
+            if bad:
+                lo = "(" if low_open else "["
+                raise _Problems([("", f"must be in {lo}{low:g}, {high:g}], got {v!r}")])
+        if "minimum" in meta and out < meta["minimum"]:
+            raise _Problems([("", f"must be at least {meta['minimum']}, got {v!r}")])
+        return out
+    return hook
+
+
+def make_converter() -> cattrs.Converter:
+    """A fresh strict converter: extra keys forbidden, no string→number coercion, units parsed."""
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(int, _int)
+    conv.register_structure_hook(float, _float)
+    conv.register_structure_hook(str, _str)
+    conv.register_structure_hook(bool, _bool)
+    conv.register_structure_hook_func(lambda t: t == tuple[str, ...], _str_tuple)
+
+    def factory(cls):
+        overrides = {}
+        for f in attrs.fields(cls):
+            meta = meta_of(f)
+            if not meta:
+                continue
+            if "dimension" in meta:
+                overrides[f.name] = override(struct_hook=_parse_quantity(meta))
+            else:
+                base = _int if "minimum" in meta else _float
+                overrides[f.name] = override(struct_hook=_checked(meta, base))
+        return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
+
+    conv.register_structure_hook_factory(attrs.has, factory)
+    return conv
+
+
+def _literal_message(exc: Exception, typ) -> str | None:
+    args = typing.get_args(typ)
+    if typing.get_origin(typ) is typing.Literal and args:
+        value = getattr(exc, "args", [None])[0]
+        return f"must be one of {', '.join(map(repr, args))}"
+    return None
+
+
+def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
+    if isinstance(exc, ClassValidationError):
+        out = []
+        with_notes, without = exc.group_exceptions()
+        sub_types = attrs.fields_dict(exc.cl) if attrs.has(exc.cl) else {}
+        for e, note in with_notes:
+            name = note.name
+            sub = sub_types.get(name)
+            out += _walk(e, f"{path}.{name}" if path else name, sub.type if sub else None)
+        for e in without:
+            out += _walk(e, path, exc.cl)
+        return out
+    if isinstance(exc, IterableValidationError):
+        out = []
+        with_notes, without = exc.group_exceptions()
+        for e, note in with_notes:
+            out += _walk(e, f"{path}[{note.index}]", None)
+        for e in without:
+            out += _walk(e, path, None)
+        return out
+    if isinstance(exc, ForbiddenExtraKeysError):
+        known = [f.name for f in attrs.fields(exc.cl)]
+        out = []
+        for key in sorted(exc.extra_fields):
+            near = closest(key, known)
+            hint = f"; did you mean {', '.join(map(repr, near))}?" if near else \
+                f"; known keys: {', '.join(known)}"
+            out.append((f"{path}.{key}" if path else key, f"unknown key {key!r}{hint}"))
+        return out
+    if isinstance(exc, _Problems):
+        return [(f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
+    if isinstance(exc, KeyError):
+        key = str(exc.args[0]) if exc.args else "?"
+        full = path if path.split(".")[-1] == key else (f"{path}.{key}" if path else key)
+        return [(full, f"missing required key {key!r}")]
+    if isinstance(exc, BaseExceptionGroup):
+        out = []
+        for e in exc.exceptions:
+            out += _walk(e, path, cls)
+        return out
+    lit = _literal_message(exc, cls) if cls is not None else None
+    if lit:
+        return [(path, lit)]
+    return [(path, str(exc) or type(exc).__name__)]
+
+
+def problems_of(data: dict, cls, converter: cattrs.Converter):
+    """Structure ``data`` into ``cls``: (object or None, [(key path, message)...])."""
+    try:
+        obj = converter.structure(data, cls)
+    except Exception as exc:  # every cattrs/attrs failure becomes key-path problems
+        return None, _walk(exc, "", cls)
+    extra = obj.problems() if hasattr(obj, "problems") else []
+    return obj, list(extra)
+
+
+def format_problems(file: str | Path, items) -> list[str]:
+    return [f"{msg} @ {file}:{path or '<top>'}" for path, msg in items]
+
+
+def read_toml(path: str | Path) -> dict:
+    """Parse a TOML file; a syntax error becomes a SpecError naming the file and line."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"no such spec file: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"TOML syntax error: {exc} @ {path}:<file>") from None
+
+
+def load(path: str | Path, cls, converter: cattrs.Converter | None = None):
+    """Load one spec file into ``cls``; every problem at once as one SpecError."""
+    converter = converter or make_converter()
+    data = read_toml(path)
+    obj, items = problems_of(data, cls, converter)
+    if items:
+        raise SpecError(format_problems(path, items), title=f"{path}: {len(items)} problem(s)")
+    return obj

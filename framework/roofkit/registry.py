@@ -1,0 +1,166 @@
+"""The registry: plugins' objects and the layered spec catalogues, frozen into dict lookups.
+
+``build_registry()`` runs every hook once; solvers then only do dict hits on the result.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from types import MappingProxyType
+
+from .cache import SpecCache
+from .catalogue import Catalogue, load_layers, spec_layers
+from .errors import SpecError, UnknownNameError
+from .loader import load as load_file
+from .loader import make_converter
+from .plugins import Hooks, PluginInfo, make_manager
+from .spec_kinds import SPEC_KINDS
+from .types import CostModel, OpKind, Precision, ScenarioKind
+
+
+class Registry:
+    """Everything roofkit knows, immutable after build.
+
+    Catalogues (``devices``, ``workloads``, ``scenarios``…) map key → spec; the plugin tables
+    (``precisions``, ``op_kinds``, ``cost_models``, ``scenario_kinds``) map lowercased name →
+    object. ``origin(name)`` names the file a spec came from.
+    """
+
+    def __init__(self, *, tables, catalogues, plugins, converter, spec_layers):
+        self._tables = tables  # name -> {key: (plugin, obj)}
+        self.catalogues: dict[str, Catalogue] = MappingProxyType(catalogues)
+        self.plugins: tuple[PluginInfo, ...] = tuple(plugins)
+        self.converter = converter
+        self.spec_layers = tuple(spec_layers)
+        self.precisions = MappingProxyType({k: v[1] for k, v in tables["precisions"].items()})
+        self.op_kinds = MappingProxyType({k: v[1] for k, v in tables["op_kinds"].items()})
+        self.cost_models = MappingProxyType({k: v[1] for k, v in tables["cost_models"].items()})
+        self.scenario_kinds = MappingProxyType(
+            {k: v[1] for k, v in tables["scenario_kinds"].items()})
+        self._memo: dict = {}
+
+    def __getattr__(self, name):
+        cats = self.__dict__.get("catalogues", {})
+        if name in cats:
+            return cats[name]
+        raise AttributeError(name)
+
+    def __reduce__(self):
+        raise TypeError("a Registry is not picklable; build one in each process")
+
+    # -- plugin tables -------------------------------------------------------------------
+    def _lookup(self, table: str, kind: str, name):
+        if not isinstance(name, str):
+            return name
+        mapping = getattr(self, table)
+        try:
+            return mapping[name.strip().lower()]
+        except KeyError:
+            names = sorted({o.name for o in mapping.values()})
+            raise UnknownNameError(kind, name, names) from None
+
+    def precision(self, name) -> Precision:
+        return self._lookup("precisions", "precision", name)
+
+    def op_kind(self, name) -> OpKind:
+        return self._lookup("op_kinds", "op kind", name)
+
+    def cost_model(self, name) -> CostModel:
+        return self._lookup("cost_models", "cost model", name)
+
+    def scenario_kind(self, name) -> ScenarioKind:
+        return self._lookup("scenario_kinds", "scenario kind", name)
+
+    def provider(self, table: str, name: str) -> str:
+        """The plugin that registered ``name`` in a plugin table."""
+        return self._tables[table][name.lower()][0]
+
+    # -- catalogues ----------------------------------------------------------------------
+    def _spec(self, folder: str, ref):
+        kind = SPEC_KINDS[folder]
+        if isinstance(ref, kind.cls):
+            return ref
+        if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
+            key = (folder, str(Path(ref).resolve()))
+            if key not in self._memo:
+                obj = load_file(ref, kind.cls, self.converter)
+                if kind.check is not None:
+                    items = kind.check(obj, {**self._tables, **self.catalogues})
+                    if items:
+                        raise SpecError([f"{m} @ {ref}:{p}" for p, m in items])
+                self._memo[key] = obj
+            return self._memo[key]
+        if not isinstance(ref, str):
+            raise TypeError(f"expected a {folder[:-1]} name, TOML path or spec object, got "
+                            f"{type(ref).__name__}")
+        return self.catalogues[folder][ref]
+
+    def device(self, ref):
+        """A device by key, alias (any case), TOML path, or the spec itself."""
+        return self._spec("devices", ref)
+
+    def workload(self, ref):
+        """A workload by key, alias (any case), TOML path, or the spec itself."""
+        return self._spec("workloads", ref)
+
+    def spec(self, folder: str, ref):
+        return self._spec(folder, ref)
+
+    def origin(self, name: str, kind: str | None = None) -> Path:
+        """The file whose spec won for ``name`` (searching every catalogue unless ``kind``)."""
+        folders = [kind] if kind else list(self.catalogues)
+        for f in folders:
+            cat = self.catalogues[f]
+            if name in cat:
+                return cat.origin(name)
+        known = [k for f in folders for k in self.catalogues[f]]
+        raise UnknownNameError("spec", name, known)
+
+    def memo(self, key, make):
+        """Per-registry cache of derived objects (lowered circuits, resolved tables)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
+
+
+def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
+                   blocked=(), builtins: bool = True, cache: bool = True) -> Registry:
+    """Build a fresh, immutable registry.
+
+    :param plugins: extra plugin objects or module names to register after the builtins.
+    :param entry_points: load third-party plugins of group ``roofkit.plugins`` (also off when
+        ``ROOFKIT_DISABLE_PLUGIN_AUTOLOAD`` is set).
+    :param spec_paths: user spec folders or files, layered after plugin spec dirs and before
+        ``ROOFKIT_SPEC_PATH``.
+    """
+    pm = make_manager(plugins, entry_points=entry_points, blocked=blocked, builtins=builtins)
+    hooks = Hooks(pm)
+    tables = {
+        "precisions": hooks.named("roofkit_register_precisions", Precision),
+        "op_kinds": hooks.named("roofkit_register_op_kinds", OpKind),
+        "cost_models": hooks.named("roofkit_register_cost_models", CostModel),
+        "scenario_kinds": hooks.named("roofkit_register_scenario_kinds", ScenarioKind),
+    }
+    converter = make_converter()
+    layers = spec_layers(hooks.spec_dirs(), spec_paths)
+    spec_cache = SpecCache() if cache else None
+    catalogues, problems = load_layers(layers, converter, spec_cache, tables)
+    if spec_cache:
+        spec_cache.save()
+    if problems:
+        raise SpecError(problems, title=f"{len(problems)} problem(s) in the spec catalogue")
+    return Registry(tables=tables, catalogues=catalogues, plugins=hooks.infos(),
+                    converter=converter, spec_layers=layers)
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """The process default registry, built on first use (tests build their own)."""
+    return build_registry()
+
+
+def resolve(registry: Registry | None) -> Registry:
+    return default_registry() if registry is None else registry

@@ -1,0 +1,1 @@
+"""Spec classes: frozen attrs types that TOML files are structured into."""

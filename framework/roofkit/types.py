@@ -1,0 +1,93 @@
+"""The self-describing objects plugins register: precisions, op kinds, cost models,
+scenario kinds. Each carries its ``name``; the registry keys them by it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+
+def _lower(name: str) -> str:
+    return name.lower()
+
+
+@attrs.frozen
+class Precision:
+    """A numeric format: element bits, an optional block scale, and where it computes.
+
+    bytes per element = (bits + scale_bits / block_size) / 8; NVFP4 (E2M1, E4M3 scale per 16)
+    is (4 + 8/16) / 8 = 0.5625 B. ``slot`` is the device compute slot it runs on; ``fallback``
+    the slots tried in order on a device without it.
+    """
+
+    name: str = attrs.field(converter=_lower)
+    bits: float
+    slot: str
+    fallback: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=lambda a: tuple(x.lower() for x in a))
+    scale_bits: int = 0
+    block_size: int = 0
+    kind: str = "float"  # float | int
+    description: str = ""
+
+    def __attrs_post_init__(self):
+        if self.bits <= 0:
+            raise ValueError(f"precision {self.name!r}: bits must be positive")
+        if (self.scale_bits > 0) != (self.block_size > 0):
+            raise ValueError(f"precision {self.name!r}: scale_bits and block_size go together")
+
+    @property
+    def bits_per_element(self) -> float:
+        return self.bits + (self.scale_bits / self.block_size if self.block_size else 0.0)
+
+    @property
+    def bytes_per_element(self) -> float:
+        return self.bits_per_element / 8.0
+
+    def slots(self) -> tuple[str, ...]:
+        """The compute slots to try, best first: its own, then the fallback chain."""
+        return (self.slot, *self.fallback)
+
+
+@attrs.frozen
+class OpKind:
+    """An operator kind a circuit node can have.
+
+    ``params`` names the node dims a rule may read; ``role`` says what the op touches:
+    weight, attention (KV), state (recurrent), communication, elementwise, routing.
+    """
+
+    name: str
+    role: str
+    params: tuple[str, ...] = ()
+    description: str = ""
+    weight_bearing: bool = False
+
+
+@attrs.frozen
+class CostModel:
+    """How a node's work becomes time on a device.
+
+    ``node_time(flops, bytes, peak, bandwidth, launch)`` returns seconds and works on floats
+    and numpy arrays alike: ``roofline`` is max(bytes / bandwidth, flops / peak).
+    """
+
+    name: str
+    node_time: Callable[..., Any]
+    description: str = ""
+
+
+@attrs.frozen
+class ScenarioKind:
+    """A scenario kind: its tag in TOML (``kind = "host_dispatch"``) and its attrs class.
+
+    ``cls`` is constructed with keyword inputs; ``derived`` names the attributes it computes.
+    ``quantities`` maps input names to their unit dimension for TOML/CLI parsing.
+    """
+
+    name: str
+    cls: type
+    derived: tuple[str, ...] = ()
+    description: str = ""

@@ -1,0 +1,144 @@
+"""roofkit's units: one pint registry at the boundary, SI floats inside.
+
+Spec values such as ``"3.35 TB/s"`` are parsed once, when a spec loads, into SI floats
+(s, B, FLOP, B/s, FLOP/s, W, J, 1/s, token). Public results wrap floats back into pint
+Quantities lazily. Nothing in a solver's hot path touches pint.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from decimal import Decimal
+from pathlib import Path
+
+from .errors import SpecError
+
+_DEFINITIONS = Path(__file__).with_name("units.txt")
+
+#: Dimensions a spec field may declare, with the SI unit its float is stored in and an
+#: example spelling shown when a value is refused.
+DIMENSIONS: dict[str, tuple[str, str]] = {
+    "time": ("second", "10 us"),
+    "bytes": ("byte", "80 GB"),
+    "bandwidth": ("byte / second", "3.35 TB/s"),
+    "compute": ("FLOP", "8.2 GFLOP"),
+    "throughput": ("FLOP / second", "989.4 TFLOP/s"),
+    "power": ("watt", "700 W"),
+    "energy": ("joule", "1.5 J"),
+    "rate": ("1 / second", "1450 1/s"),
+    "tokens": ("token", "2048 token"),
+}
+
+_FLOPS = re.compile(r"(?<![A-Za-z])([kKMGTPE]?)(FLOPS|flops|Flops|OPS|TOPS|FLOP/S)(?![A-Za-z/])")
+
+
+@functools.cache
+def ureg():
+    """The project unit registry (built on first use; importing pint costs ~0.3 s)."""
+    import pint
+
+    reg = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False, cache_folder=None)
+    reg.load_definitions(str(_DEFINITIONS))
+    reg.formatter.default_format = "~P"
+    return reg
+
+
+def Q(value, unit: str):
+    """A pint Quantity in the project registry: the public edge of every result."""
+    return ureg().Quantity(value, unit)
+
+
+def _spelling_hint(text: str) -> str | None:
+    m = _FLOPS.search(text)
+    if not m:
+        return None
+    prefix, word = m.group(1), m.group(2)
+    if word == "TOPS":
+        prefix, unit = "T", "OP/s"
+    elif word.upper() == "OPS":
+        unit = "OP/s"
+    else:
+        unit = "FLOP/s"
+    fixed = text[: m.start()] + prefix + unit + text[m.end():]
+    return (
+        f"{text!r} spells a rate as {m.group(0)!r}, which reads as a plural, not a rate; "
+        f"write {fixed!r}"
+    )
+
+
+@functools.cache
+def _factor(unit_text: str, dimension: str) -> float:
+    """SI factor of a unit expression for ``dimension`` (cached: specs repeat units)."""
+    reg = ureg()
+    si_unit, example = DIMENSIONS[dimension]
+    q = reg.Quantity(1.0, unit_text)
+    target = reg.Quantity(1.0, si_unit)
+    if q.dimensionality != target.dimensionality:
+        raise SpecError(
+            f"{unit_text!r} is not a {dimension} (it has dimension "
+            f"{dict(q.dimensionality) or 'none'}); write e.g. {example!r}"
+        )
+    return float(q.to(si_unit).magnitude)
+
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+def parse(text, dimension: str) -> float:
+    """``"3.35 TB/s"`` → 3.35e12 (SI float) for ``dimension``; a clear SpecError otherwise."""
+    si_unit, example = DIMENSIONS[dimension]
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise SpecError(
+            f"expected a {dimension} with its unit as a string, got {text!r}; write e.g. {example!r}"
+        )
+    hint = _spelling_hint(text)
+    if hint:
+        raise SpecError(hint)
+    m = _NUMBER.match(text)
+    if not m:
+        raise SpecError(f"{text!r} does not start with a number; write e.g. {example!r}")
+    number, unit_text = m.group(1), m.group(2)
+    if not unit_text:
+        raise SpecError(f"{text!r} has no unit; write e.g. {example!r}")
+    value = float(number.replace("_", ""))
+    try:
+        factor = _factor(unit_text, dimension)
+    except SpecError:
+        raise
+    except Exception as exc:  # pint's UndefinedUnitError, DefinitionSyntaxError...
+        raise SpecError(f"unknown unit {unit_text!r} in {text!r}; write e.g. {example!r}") from exc
+    inverse = 1.0 / factor
+    if factor >= 1.0:
+        out = float(Decimal(number.replace("_", "")) * Decimal(factor))  # 66.9 T -> 6.69e13
+    elif abs(inverse - round(inverse)) <= 1e-9 * inverse:
+        out = value / round(inverse)  # 10 us -> 1e-05 exactly, not 9.999999999999999e-06
+    else:
+        out = value * factor
+    if not math.isfinite(out):
+        raise SpecError(f"{text!r} is not a finite {dimension}")
+    return out
+
+
+def fmt(value: float, dimension: str, digits: int = 4) -> str:
+    """A short human string for an SI float, with a decimal prefix: 3.35e12 B/s → '3.35 TB/s'."""
+    unit = {
+        "time": "s", "bytes": "B", "bandwidth": "B/s", "compute": "FLOP",
+        "throughput": "FLOP/s", "power": "W", "energy": "J", "rate": "1/s", "tokens": "token",
+    }[dimension]
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}"
+    if dimension == "time":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+            if abs(value) >= scale:
+                return f"{value / scale:.{digits}g} {name}"
+        return f"{value / 1e-9:.{digits}g} ns"
+    if dimension == "rate":
+        return f"{value:.{digits}g} {unit}"
+    for scale, p in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {p}{unit}"
+    if abs(value) < 1 and dimension == "power":
+        return f"{value * 1e3:.{digits}g} mW"
+    return f"{value:.{digits}g} {unit}"
