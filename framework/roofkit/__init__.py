@@ -22,6 +22,17 @@ _LAZY = {
     "Models": "roofkit.namespaces:Models",
     "Scenarios": "roofkit.namespaces:Scenarios",
     "Q": "roofkit.units:Q",
+    "Engine": "roofkit.engine:Engine",
+    "PerformanceProfile": "roofkit.engine:PerformanceProfile",
+    "HostDispatchScenario": "roofkit.scenarios:HostDispatchScenario",
+    "CompileBreakevenScenario": "roofkit.scenarios:CompileBreakevenScenario",
+    "GraphCaptureScenario": "roofkit.scenarios:GraphCaptureScenario",
+    "decode": "roofkit.circuit.api:decode",
+    "prefill": "roofkit.circuit.api:prefill",
+    "footprint": "roofkit.circuit.api:footprint",
+    "fits": "roofkit.circuit.api:fits",
+    "serve": "roofkit.serving:serve",
+    "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
 }
 

@@ -83,6 +83,13 @@ def _files_of(path: Path) -> list[tuple[SpecKind, Path]]:
     if path.is_file():
         kind = SPEC_KINDS.get(path.parent.name)
         if kind is None:
+            from .spec_kinds import infer_kind
+
+            try:
+                kind = infer_kind(read_toml(path))
+            except SpecError:
+                kind = None
+        if kind is None:
             raise SpecError(f"{path}: cannot tell what kind of spec this is; put it in a folder "
                             f"named one of {', '.join(SPEC_KINDS)}")
         return [(kind, path)]

@@ -104,6 +104,12 @@ class Registry:
         """A workload by key, alias (any case), TOML path, or the spec itself."""
         return self._spec("workloads", ref)
 
+    def scenario(self, ref):
+        """A named scenario (key, alias, TOML path) built into its kind's object."""
+        from .scenarios import resolve_scenario
+
+        return resolve_scenario(self, ref)
+
     def spec(self, folder: str, ref):
         return self._spec(folder, ref)
 
@@ -127,7 +133,8 @@ class Registry:
 
 
 def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
-                   blocked=(), builtins: bool = True, cache: bool = True) -> Registry:
+                   blocked=(), builtins: bool = True, cache: bool = True,
+                   specs: bool = True) -> Registry:
     """Build a fresh, immutable registry.
 
     :param plugins: extra plugin objects or module names to register after the builtins.
@@ -135,6 +142,7 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
         ``ROOFKIT_DISABLE_PLUGIN_AUTOLOAD`` is set).
     :param spec_paths: user spec folders or files, layered after plugin spec dirs and before
         ``ROOFKIT_SPEC_PATH``.
+    :param specs: load spec catalogues (False gives the plugin tables alone, for ``check``).
     """
     pm = make_manager(plugins, entry_points=entry_points, blocked=blocked, builtins=builtins)
     hooks = Hooks(pm)
@@ -145,7 +153,7 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
         "scenario_kinds": hooks.named("roofkit_register_scenario_kinds", ScenarioKind),
     }
     converter = make_converter()
-    layers = spec_layers(hooks.spec_dirs(), spec_paths)
+    layers = spec_layers(hooks.spec_dirs(), spec_paths) if specs else []
     spec_cache = SpecCache() if cache else None
     catalogues, problems = load_layers(layers, converter, spec_cache, tables)
     if spec_cache:

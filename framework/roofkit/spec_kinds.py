@@ -19,6 +19,7 @@ class SpecKind:
     key: str = "name"
     check_path: str | None = None  # "module:function(obj, tables) -> [(key path, message)]"
     aliases: bool = True
+    marker: str | None = None  # a top-level key that tells a loose file is of this kind
 
     @functools.cached_property
     def cls(self):
@@ -36,8 +37,14 @@ class SpecKind:
 SPEC_KINDS: dict[str, SpecKind] = {
     k.folder: k
     for k in (
-        SpecKind("devices", "roofkit.schema.device:Device"),
+        SpecKind("devices", "roofkit.schema.device:Device", marker="compute"),
         SpecKind("workloads", "roofkit.schema.workload:Workload",
-                 check_path="roofkit.schema.workload_check:check"),
+                 check_path="roofkit.schema.workload_check:check", marker="domain"),
     )
 }
+
+
+def infer_kind(data: dict) -> SpecKind | None:
+    """The kind of a loose spec file, from its marker key."""
+    hits = [k for k in SPEC_KINDS.values() if k.marker and k.marker in data]
+    return hits[0] if len(hits) == 1 else None

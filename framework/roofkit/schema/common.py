@@ -44,13 +44,17 @@ def provenance_problems(spec, numeric_paths: list[str]) -> list[tuple[str, str]]
                              f"no source for {path}; add \"{path}\" = \"<source key>\" or "
                              "\"derived: <arithmetic>\" to [provenance]"))
             continue
-        first = entry.split(":", 1)[0].strip()
+        m = re.match(r"\s*([A-Za-z0-9_.-]+)", entry)
+        first = m.group(1) if m else ""
         if first in ("derived", "assumption") or first in sources:
             continue
         problems.append((f"provenance.{path}",
                          f"{entry!r} names no key of [sources] ({', '.join(sorted(sources)) or 'none'})"
                          " and does not start with 'derived:' or 'assumption:'"))
     for path in prov:
-        if path not in numeric_paths and path.split(".")[0] not in {p.split(".")[0] for p in numeric_paths}:
-            problems.append((f"provenance.{path}", f"provenance for {path!r}, which the spec does not set"))
+        head = path.split(".")[0]
+        value = getattr(spec, head, None)
+        if value is None or value == {} or value == ():
+            problems.append((f"provenance.{path}",
+                             f"provenance for {path!r}, which the spec does not set"))
     return problems

@@ -1,0 +1,88 @@
+"""Helpers shared by CLI commands: the registry from flags, tables, JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import attrs
+
+from .. import units
+from ..schema.fields import meta_of
+
+
+def registry(args):
+    from ..registry import build_registry, default_registry
+
+    if not args.spec_path and not args.no_plugins:
+        return default_registry()
+    return build_registry(entry_points=not args.no_plugins, spec_paths=args.spec_path)
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=_default, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def _default(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return str(o)
+
+
+def table(rows: list[list], headers: list[str], align: str | None = None) -> str:
+    """A plain text table; ``align`` is a string of 'l'/'r' per column."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    align = align or "l" * len(headers)
+    lines = []
+    for n, r in enumerate(cells):
+        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)]
+        lines.append("  ".join(parts).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+_SI = {"time": "s", "bytes": "B", "bandwidth": "B/s", "compute": "FLOP",
+       "throughput": "FLOP/s", "power": "W", "energy": "J", "rate": "1/s", "tokens": "token"}
+
+
+def spec_to_dict(spec, provenance: dict | None = None, prefix: str = "") -> dict:
+    """Every field of an attrs spec; quantities as {value, unit, text, source}."""
+    provenance = getattr(spec, "provenance", provenance) if provenance is None else provenance
+    sources = getattr(spec, "sources", {})
+    out = {}
+    for f in attrs.fields(type(spec)):
+        value = getattr(spec, f.name)
+        path = f"{prefix}{f.name}"
+        meta = meta_of(f) or {}
+        dim = meta.get("dimension")
+        if dim and meta.get("mapping"):
+            out[f.name] = {k: _q(v, dim, f"{path}.{k}", provenance, sources)
+                           for k, v in value.items()}
+        elif dim:
+            out[f.name] = None if value is None else _q(value, dim, path, provenance, sources)
+        elif attrs.has(type(value)):
+            out[f.name] = spec_to_dict(value, provenance, f"{path}.")
+            out[f.name] = {k: v for k, v in out[f.name].items()}
+        elif isinstance(value, tuple):
+            out[f.name] = list(value)
+        elif isinstance(value, dict):
+            out[f.name] = dict(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def _q(value, dim, path, provenance, sources):
+    src = provenance.get(path) or provenance.get(path.split(".")[0])
+    url = None
+    if src:
+        key = src.split(":", 1)[0].strip()
+        url = sources.get(key)
+    return {"value": value, "unit": _SI[dim], "text": units.fmt(value, dim),
+            "source": src, "source_url": url}
