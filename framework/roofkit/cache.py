@@ -18,19 +18,12 @@ _VERSION = 1
 
 @functools.cache
 def _stamp() -> tuple:
+    """roofkit's version and the mtimes of its sources: any code change invalidates."""
     here = Path(__file__).resolve().parent
-    files = sorted((here / "schema").glob("*.py")) + [here / "units.txt", here / "units.py",
-                                                       here / "loader.py"]
-    extra = []
-    for name in ("circuit", "scenarios"):
-        d = here / name
-        if d.is_dir():
-            files += sorted(d.glob("*.py"))
-        elif (here / f"{name}.py").exists():
-            files.append(here / f"{name}.py")
+    files = sorted(here.rglob("*.py")) + [here / "units.txt"]
     from . import __version__
 
-    return (_VERSION, __version__, *((str(f), f.stat().st_mtime_ns) for f in files), *extra)
+    return (_VERSION, __version__, *((str(f), f.stat().st_mtime_ns) for f in files))
 
 
 def _path() -> Path | None:

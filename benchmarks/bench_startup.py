@@ -1,0 +1,38 @@
+"""Median wall time of `roofkit devices` as a whole process (interpreter start included).
+
+Run: python benchmarks/bench_startup.py [runs]. The first run warms the spec cache and is
+reported separately. Target: at most 0.35 s.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+REFERENCE_S = 3.9  # the reference implementation's time to answer anything
+
+
+def main(runs: int = 15) -> None:
+    exe = shutil.which("roofkit")
+    cmd = [exe, "devices"] if exe else [sys.executable, "-m", "roofkit.cli", "devices"]
+    times = []
+    for i in range(runs + 1):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        dt = time.perf_counter() - t
+        if i == 0:
+            print(f"first run (cold spec cache possible): {dt:.3f} s")
+        else:
+            times.append(dt)
+    med = statistics.median(times)
+    print(f"roofkit devices: median {med:.3f} s over {runs} runs "
+          f"(min {min(times):.3f}, max {max(times):.3f})")
+    print(f"target 0.35 s: {'met' if med <= 0.35 else 'MISSED'}; "
+          f"{REFERENCE_S / med:.1f}x faster than the reference's {REFERENCE_S} s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 15)

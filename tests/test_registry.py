@@ -1,0 +1,157 @@
+import types
+
+import pytest
+
+import roofkit
+from roofkit import PluginError, Precision, SpecError, UnknownNameError, hookimpl
+from roofkit.testing import make_registry, write_spec
+
+TOY = """
+name = "{name}"
+display_name = "{display}"
+category = "edge"
+aliases = ["{alias}"]
+default_slot = "bf16"
+[compute]
+bf16 = "{peak}"
+[memory]
+capacity = "16 GB"
+bandwidth = "1 TB/s"
+[overheads]
+dispatch = "10 us"
+layer = "1 us"
+[sources]
+sheet = "https://example.org/toy"
+[provenance]
+compute = "sheet"
+memory = "sheet"
+overheads = "sheet"
+"""
+
+
+def toy(tmp_path, name="toy-1", display="Toy", alias="toy", peak="100 TFLOP/s"):
+    return write_spec(tmp_path, "devices", name,
+                      TOY.format(name=name, display=display, alias=alias, peak=peak))
+
+
+def test_lookup_by_key_alias_and_any_case(registry):
+    assert registry.device("H100").name == "h100-sxm"
+    assert registry.device("h100-SXM").name == "h100-sxm"
+    assert registry.device(registry.device("h100")) is registry.device("h100")
+
+
+def test_unknown_device_suggests_close_names(registry):
+    with pytest.raises(UnknownNameError, match=r"Did you mean 'h100'"):
+        registry.device("h10")
+
+
+def test_a_user_spec_dir_adds_a_device_and_origin_names_its_file(tmp_path):
+    path = toy(tmp_path)
+    reg = make_registry(spec_paths=[tmp_path])
+    assert reg.device("toy").display_name == "Toy"
+    assert reg.origin("toy-1") == path.resolve()
+
+
+def test_later_layer_wins_by_name(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    toy(a, display="from user path")
+    env = toy(b, display="from env")
+    monkeypatch.setenv("ROOFKIT_SPEC_PATH", str(b))
+    reg = make_registry(spec_paths=[a])
+    assert reg.device("toy-1").display_name == "from env"
+    assert reg.origin("toy-1") == env.resolve()
+
+
+def test_a_user_device_overrides_a_builtin_by_name(tmp_path, registry):
+    path = toy(tmp_path, name="h100-sxm", display="My H100", alias="myh100")
+    reg = make_registry(spec_paths=[tmp_path])
+    assert reg.device("h100-sxm").display_name == "My H100"
+    assert reg.origin("h100-sxm") == path.resolve()
+    assert registry.device("h100-sxm").display_name != "My H100"
+
+
+def test_a_bad_user_file_fails_the_build_naming_file_and_key(tmp_path):
+    path = toy(tmp_path, peak="100 TFLOPS")
+    with pytest.raises(SpecError) as info:
+        make_registry(spec_paths=[tmp_path])
+    assert f"{path.resolve()}:compute.bf16" in str(info.value)
+
+
+def test_two_files_with_one_name_in_one_layer_are_refused(tmp_path):
+    toy(tmp_path, name="toy-1")
+    p2 = write_spec(tmp_path, "devices", "other",
+                    TOY.format(name="toy-1", display="x", alias="y", peak="1 TFLOP/s"))
+    with pytest.raises(SpecError, match="defined twice"):
+        make_registry(spec_paths=[tmp_path])
+    assert p2.exists()
+
+
+def test_registry_tables_are_immutable(registry):
+    with pytest.raises(TypeError):
+        registry.precisions["new"] = None
+    with pytest.raises(TypeError):
+        registry.devices._entries["x"] = None
+
+
+def _plugin(name, *precisions):
+    mod = types.ModuleType(name)
+
+    @hookimpl
+    def roofkit_register_precisions():
+        return list(precisions)
+
+    mod.roofkit_register_precisions = roofkit_register_precisions
+    return mod
+
+
+def test_a_plugin_adds_a_precision():
+    reg = make_registry(_plugin("fp6plug", Precision("fp6-e3m2", 6, "fp6", ("fp8", "bf16"))))
+    assert reg.precision("FP6-E3M2").bytes_per_element == 0.75
+    assert reg.provider("precisions", "fp6-e3m2") == "fp6plug"
+
+
+def test_duplicate_names_name_both_plugins():
+    with pytest.raises(PluginError) as info:
+        make_registry(_plugin("dupe", Precision("bf16", 16, "bf16")))
+    assert "roofkit_builtins.precisions" in str(info.value) and "'dupe'" in str(info.value)
+
+
+def test_a_misspelled_hook_is_caught():
+    mod = types.ModuleType("typo")
+
+    @hookimpl
+    def roofkit_register_precision():
+        return []
+
+    mod.roofkit_register_precision = roofkit_register_precision
+    with pytest.raises(PluginError, match="unknown hook"):
+        make_registry(mod)
+
+
+def test_a_hook_returning_the_wrong_type_is_refused():
+    mod = types.ModuleType("wrong")
+
+    @hookimpl
+    def roofkit_register_precisions():
+        return ["bf16"]
+
+    mod.roofkit_register_precisions = roofkit_register_precisions
+    with pytest.raises(PluginError, match="expected roofkit.types.Precision"):
+        make_registry(mod)
+
+
+def test_blocked_plugins_are_skipped():
+    reg = make_registry(_plugin("blockme", Precision("fp5", 5, "fp6")), blocked=["blockme"])
+    with pytest.raises(UnknownNameError):
+        reg.precision("fp5")
+
+
+def test_default_registry_is_cached_and_lazy():
+    assert roofkit.default_registry() is roofkit.default_registry()
+
+
+def test_registry_lists_builtin_plugins(registry):
+    names = {p.name for p in registry.plugins}
+    assert "roofkit_builtins.precisions" in names
+    info = next(p for p in registry.plugins if p.name == "roofkit_builtins.precisions")
+    assert info.distribution == "roofkit" and "roofkit_register_precisions" in info.hooks
