@@ -12,6 +12,7 @@ from ..errors import OOMError, PluginError, RoofkitError, SpecError, UnknownName
 #: command modules, each with ``register(subparsers)``
 COMMAND_MODULES = [
     "roofkit.cli.catalog",
+    "roofkit.cli.engine",
 ]
 
 

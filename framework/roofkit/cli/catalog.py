@@ -31,7 +31,10 @@ def register(sub) -> None:
 
 def _peak_text(d) -> str:
     slot = d.default_slot
-    return f"{units.fmt(d.compute[slot], 'throughput')} ({slot})"
+    text = units.fmt(d.compute[slot], "throughput")
+    if slot.startswith("int"):
+        text = text.replace("FLOP/s", "OP/s")  # integer slots count operations
+    return f"{text} ({slot})"
 
 
 def cmd_devices(args) -> int:

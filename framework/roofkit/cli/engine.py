@@ -1,0 +1,189 @@
+"""Engine commands: ``solve``, ``sweep`` and ``workloads``.
+
+``roofkit solve WORKLOAD DEVICE`` prints one profile (``--json``: the keys of
+``PerformanceProfile.to_dict``); ``--enforce-fit`` exits 2 when the footprint does not fit.
+``roofkit sweep WORKLOAD DEVICE...`` prints a table, CSV or JSON of the product.
+``roofkit workloads`` lists the catalogue with derived parameters and FLOPs.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+
+from .. import units
+from . import common
+
+
+def _int_list(text: str) -> list[int]:
+    import argparse
+
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return out
+
+
+def _name_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("solve", help="single-device roofline of a workload on a device",
+                       description="T = max(F_batch/(eta*F_peak), W*(1+0.1*B)/BW) + T_dispatch "
+                                   "+ L*T_layer*launch_multiplier")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("device", help="device key, alias or TOML path")
+    p.add_argument("-b", "--batch-size", type=int, default=1, metavar="N")
+    p.add_argument("-p", "--precision", default="fp16", metavar="P")
+    p.add_argument("-e", "--efficiency", type=float, default=0.5, metavar="EFF",
+                   help="declared compute efficiency in [1e-9, 1] (default 0.5)")
+    p.add_argument("--train", action="store_true", help="a training step instead of inference")
+    p.add_argument("--seq-len", type=int, default=2048, metavar="N",
+                   help="tokens per training sequence (default 2048)")
+    p.add_argument("--zero-stage", type=int, default=0, metavar="Z", help="ZeRO stage 0-3")
+    p.add_argument("--dp-size", type=int, default=1, metavar="N",
+                   help="data-parallel size that ZeRO shards over")
+    p.add_argument("--lora", action="store_true", help="LoRA training-memory approximation")
+    p.add_argument("--recompute", action="store_true", help="full activation recomputation")
+    p.add_argument("--enforce-fit", action="store_true",
+                   help="exit 2 when the footprint does not fit the device")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("sweep", help="inference profiles over devices x batch sizes x precisions")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("devices", nargs="+", metavar="DEVICE")
+    p.add_argument("-b", "--batch-sizes", type=_int_list, default=[1], metavar="1,8,64")
+    p.add_argument("-p", "--precisions", type=_name_list, default=["fp16"], metavar="bf16,fp8")
+    p.add_argument("-e", "--efficiency", type=float, default=0.5, metavar="EFF")
+    p.add_argument("--include-infeasible", action="store_true",
+                   help="also list configurations that do not fit, with the reason")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--csv", action="store_true")
+    out.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("workloads", help="list the workload catalogue with derived counts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_workloads)
+
+
+def cmd_solve(args) -> int:
+    from ..engine import Engine
+
+    reg = common.registry(args)
+    profile = Engine.solve(
+        args.workload, args.device, batch_size=args.batch_size, precision=args.precision,
+        efficiency=args.efficiency, is_training=args.train, seq_len=args.seq_len,
+        zero_stage=args.zero_stage, dp_size=args.dp_size, is_lora=args.lora,
+        activation_recomputation=args.recompute, registry=reg)
+    if args.json:
+        common.print_json(profile.to_dict())
+    else:
+        print(profile.summary())
+        print("\ntrace:")
+        for line in profile.trace:
+            print(f"  {line}")
+        print(f"\nbasis: {profile.basis}")
+    if args.enforce_fit and not profile.feasible:
+        print(f"roofkit: does not fit: {profile.trace[0]}", file=sys.stderr)
+        return 2
+    return 0
+
+
+_COLUMNS = ["hardware", "batch_size", "precision", "feasible", "latency_ms",
+            "latency_compute_ms", "latency_memory_ms", "latency_overhead_ms", "throughput_per_s",
+            "energy_j", "memory_footprint_bytes", "bottleneck", "overhead_dominated", "mfu",
+            "hfu", "bandwidth_path", "reason"]
+
+
+def _flat(row) -> dict:
+    d = row["profile"].to_dict()
+    out = {"hardware": row["hardware"], "batch_size": row["batch_size"],
+           "precision": row["precision"]}
+    for key in _COLUMNS[3:-1]:
+        out[key] = d[key]
+    out["reason"] = row.get("reason", "")
+    return out
+
+
+def cmd_sweep(args) -> int:
+    from ..engine import Engine
+
+    reg = common.registry(args)
+    rows = Engine.sweep(args.workload, args.devices, args.batch_sizes, args.precisions,
+                        efficiency=args.efficiency, include_infeasible=args.include_infeasible,
+                        registry=reg)
+    flat = [_flat(r) for r in rows]
+    if args.json:
+        common.print_json({"rows": flat,
+                           "omitted": [{k: r[k] for k in ("hardware", "batch_size",
+                                                          "precision", "reason")}
+                                       for r in rows.omitted]})
+        return 0
+    if args.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flat)
+        return 0
+    table = [[r["hardware"], r["batch_size"], r["precision"],
+              units.fmt(r["latency_ms"] / 1e3, "time"), f"{r['throughput_per_s']:.5g}",
+              units.fmt(r["energy_j"], "energy"), r["bottleneck"] +
+              ("*" if r["overhead_dominated"] else ""), f"{r['mfu']:.3f}",
+              "yes" if r["feasible"] else "no"] for r in flat]
+    print(common.table(table, ["device", "batch", "precision", "latency", "samples/s",
+                               "energy", "bound", "MFU", "fits"], "lrlrrrlrl"))
+    if rows:
+        print(f"\nsample: {rows[0]['profile'].sample}; * = overhead dominated")
+    if rows.omitted and not args.include_infeasible:
+        print(f"{len(rows.omitted)} configuration(s) do not fit and are omitted "
+              "(--include-infeasible lists them):")
+        for r in rows.omitted:
+            print(f"  {r['hardware']} batch {r['batch_size']} {r['precision']}: {r['reason']}")
+    return 0
+
+
+def _workload_row(reg, spec) -> dict:
+    from ..engine.facts import cache_for
+
+    row = {"name": spec.name, "display_name": spec.display_name, "domain": spec.domain,
+           "kind": f"template {spec.template}" if spec.template else "generic",
+           "aliases": list(spec.aliases)}
+    try:
+        wf = cache_for(reg).workload(spec)
+    except Exception as exc:  # one broken or not-yet-derivable workload must not hide the rest
+        row.update(params=None, active_params=None, flops=None, flops_per=None, layers=None,
+                   error=str(exc))
+        return row
+    row.update(params=wf.params, active_params=wf.active_params, flops=wf.flops,
+               flops_per="token" if wf.per_token else wf.sample, layers=wf.layers,
+               published_params=spec.published.params,
+               published_active_params=spec.published.active_params, source=wf.source)
+    return row
+
+
+def cmd_workloads(args) -> int:
+    reg = common.registry(args)
+    rows = [_workload_row(reg, spec) for spec in reg.workloads.values()]
+    if args.json:
+        common.print_json(rows)
+        return 0
+
+    def count(v):
+        return "-" if v is None else f"{v / 1e9:.3f} B" if v >= 1e8 else f"{v / 1e6:.2f} M"
+
+    table = [[r["name"], r["domain"], r["kind"], count(r["params"]),
+              count(r["active_params"]) if r["active_params"] != r["params"] else "",
+              "-" if r["flops"] is None else units.fmt(r["flops"], "compute"),
+              r["flops_per"] or "", r["layers"] or "-"] for r in rows]
+    print(common.table(table, ["workload", "domain", "kind", "params", "active", "FLOPs",
+                               "per", "layers"], "lllrrrll"))
+    errors = [r for r in rows if r.get("error")]
+    print(f"\n{len(rows)} workloads.")
+    for r in errors:
+        print(f"  {r['name']}: {r['error']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,212 @@
+"""What ``Engine.solve`` needs to know about a workload, a device and a precision, resolved once.
+
+Resolution (catalogue lookup, TOML loading, the circuit's parameter and FLOP counts) happens
+the first time a name or object is seen; afterwards a solve finds its facts with one dict hit.
+Caches live on the registry (``registry.memo``), so a fresh registry starts fresh.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import units
+from ..errors import RoofkitError, UnknownNameError, closest
+from ..registry import Registry, default_registry
+from . import calibration as cal
+
+
+class WorkloadFacts:
+    """A workload reduced to the numbers of the engine's equation.
+
+    ``flops`` is the forward FLOPs of one sample: one token for a template (token-based)
+    workload, one declared sample (an image, an utterance…) for a generic one.
+    """
+
+    __slots__ = ("spec", "name", "params", "active_params", "flops", "layers", "per_token",
+                 "sample", "hidden", "heads", "transformer", "source")
+
+    def __init__(self, spec, *, params, active_params, flops, layers, per_token, sample,
+                 hidden=None, heads=None, source=""):
+        self.spec = spec
+        self.name = spec.name
+        self.params = float(params)
+        self.active_params = float(active_params)
+        self.flops = float(flops)
+        self.layers = int(layers) if layers else 1
+        self.per_token = per_token
+        self.sample = sample
+        self.hidden = hidden
+        self.heads = heads
+        # the transformer training-memory formula needs the hidden width and head count
+        self.transformer = bool(per_token and hidden and heads)
+        self.source = source
+
+
+class DeviceFacts:
+    """A device reduced to SI floats: peaks per slot, memory tiers, overheads, TDP."""
+
+    __slots__ = ("spec", "name", "peaks", "default_slot", "default_peak", "capacity",
+                 "bandwidth", "sram_capacity", "sram_bandwidth", "flash_bandwidth",
+                 "host_bandwidth", "host_link_declared", "tdp", "dispatch", "layer", "_peak_of")
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.name
+        self.peaks = dict(spec.compute)
+        self.default_slot = spec.default_slot
+        self.default_peak = spec.compute[spec.default_slot]
+        self.capacity = spec.memory.capacity
+        self.bandwidth = spec.memory.bandwidth
+        sram = spec.sram
+        self.sram_capacity = sram.capacity if sram is not None else None
+        self.sram_bandwidth = sram.bandwidth if sram is not None else None
+        flash = spec.flash
+        self.flash_bandwidth = flash.bandwidth if flash is not None else None
+        self.host_link_declared = spec.host_link is not None
+        self.host_bandwidth = (spec.host_link.bandwidth if spec.host_link is not None
+                               else cal.DEFAULT_HOST_LINK_BANDWIDTH)
+        self.tdp = spec.power.tdp if spec.power.tdp is not None else 0.0
+        self.dispatch = spec.overheads.dispatch
+        self.layer = spec.overheads.layer
+        self._peak_of: dict[str, tuple[float, str, bool]] = {}
+
+    def peak(self, prec: PrecisionFacts) -> tuple[float, str, bool]:
+        """(FLOP/s, slot used, fell back?) for a precision: its own slot's peak, or, as the
+        reference engine does, the device's default peak when the device lists none for it."""
+        hit = self._peak_of.get(prec.name)
+        if hit is None:
+            own = self.peaks.get(prec.slot)
+            if own is not None:
+                hit = (own, prec.slot, False)
+            else:
+                hit = (self.default_peak, self.default_slot, True)
+            self._peak_of[prec.name] = hit
+        return hit
+
+
+class PrecisionFacts:
+    __slots__ = ("precision", "name", "bytes_per_element", "slot")
+
+    def __init__(self, precision):
+        self.precision = precision
+        self.name = precision.name
+        self.bytes_per_element = precision.bytes_per_element
+        self.slot = precision.slot
+
+
+def _template_facts(spec, registry) -> WorkloadFacts:
+    try:
+        from ..circuit.stats import workload_stats
+    except ImportError as exc:  # the circuit package is another issue's work
+        raise RoofkitError(
+            f"workload {spec.name!r} is described by its architecture (template "
+            f"{spec.template!r}); its parameters and FLOPs come from roofkit.circuit, which "
+            f"is not available ({exc})") from None
+    st = workload_stats(spec, registry=registry)
+    dims = spec.dims
+    return WorkloadFacts(
+        spec, params=st.params, active_params=getattr(st, "active_params", st.params),
+        flops=st.flops_per_token, layers=st.layers, per_token=True, sample="token",
+        hidden=dims.get("hidden"), heads=dims.get("heads"),
+        source=f"derived by the circuit from template {spec.template!r}")
+
+
+def workload_facts(spec, registry) -> WorkloadFacts:
+    """The engine's view of a workload spec (generic: as declared; template: the circuit's)."""
+    if spec.generic is not None:
+        g = spec.generic
+        return WorkloadFacts(spec, params=g.params, active_params=g.params,
+                             flops=g.flops_per_sample, layers=g.layers, per_token=False,
+                             sample=g.sample, source="declared in the workload spec")
+    return _template_facts(spec, registry)
+
+
+class EngineCache:
+    """Per-registry lookup tables: name or object -> facts, in one dict hit once warm."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        self.workloads: dict = {}   # str | Path -> WorkloadFacts
+        self.devices: dict = {}     # str | Path -> DeviceFacts
+        self.by_id: dict = {}       # id(spec) -> facts (spec kept alive by the facts)
+        self.precisions: dict = {}  # str -> PrecisionFacts
+
+    # -- workloads -----------------------------------------------------------------------
+    def workload(self, ref) -> WorkloadFacts:
+        if isinstance(ref, str | Path):
+            hit = self.workloads.get(ref)
+            if hit is None:
+                spec = self.registry.workload(ref)
+                hit = self._workload_of_spec(spec)
+                self.workloads[ref] = hit
+            return hit
+        hit = self.by_id.get(id(ref))
+        if hit is None or hit.spec is not ref:
+            spec = self.registry.workload(ref)  # type check: a Workload spec or TypeError
+            hit = self.by_id[id(ref)] = workload_facts(spec, self.registry)
+        return hit
+
+    def _workload_of_spec(self, spec) -> WorkloadFacts:
+        hit = self.by_id.get(id(spec))
+        if hit is None or hit.spec is not spec:
+            hit = self.by_id[id(spec)] = workload_facts(spec, self.registry)
+        return hit
+
+    # -- devices -------------------------------------------------------------------------
+    def device(self, ref) -> DeviceFacts:
+        if isinstance(ref, str | Path):
+            hit = self.devices.get(ref)
+            if hit is None:
+                spec = self.registry.device(ref)
+                hit = self.by_id.get(id(spec))
+                if hit is None or hit.spec is not spec:
+                    hit = self.by_id[id(spec)] = DeviceFacts(spec)
+                self.devices[ref] = hit
+            return hit
+        hit = self.by_id.get(id(ref))
+        if hit is None or hit.spec is not ref:
+            spec = self.registry.device(ref)
+            hit = self.by_id[id(ref)] = DeviceFacts(spec)
+        return hit
+
+    # -- precisions ----------------------------------------------------------------------
+    def precision(self, name) -> PrecisionFacts:
+        hit = self.precisions.get(name)
+        if hit is None:
+            if not isinstance(name, str):
+                from ..types import Precision
+
+                if isinstance(name, Precision):
+                    return PrecisionFacts(name)
+                raise TypeError(f"precision must be a name such as 'bf16', got {name!r}")
+            table = self.registry.precisions
+            prec = table.get(name.strip().lower())
+            if prec is None:
+                known = sorted({p.name for p in table.values()})
+                hint = ("Known precisions: " + ", ".join(known) + "."
+                        if closest(name, known) or len(known) > 40 else "")
+                raise UnknownNameError("precision", name, known, hint=hint)
+            hit = self.precisions[name] = PrecisionFacts(prec)
+        return hit
+
+
+_LAST: list = [None, None]  # (registry, cache) of the previous call: skips the memo lookup
+
+
+def cache_for(registry: Registry | None) -> EngineCache:
+    """The engine cache of ``registry`` (the process default registry when None)."""
+    reg = default_registry() if registry is None else registry
+    if reg is _LAST[0]:
+        return _LAST[1]
+    cache = reg.memo("roofkit.engine.cache", lambda: EngineCache(reg))
+    _LAST[0], _LAST[1] = reg, cache
+    return cache
+
+
+def describe_peak(df: DeviceFacts, prec: PrecisionFacts) -> str:
+    peak, slot, fell_back = df.peak(prec)
+    text = f"{units.fmt(peak, 'throughput')} ({slot})"
+    if fell_back:
+        text += (f"; {df.name} lists no {prec.slot} peak for {prec.name}, so the device's "
+                 f"default peak is used")
+    return text

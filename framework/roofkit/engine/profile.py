@@ -1,0 +1,359 @@
+"""PerformanceProfile: the result of ``Engine.solve``.
+
+Floats inside (SI: s, B, J, 1/s); the public attributes are pint Quantities built on first
+access, so ``profile.latency.to("ms")`` works and a sweep that never looks at units never
+pays for pint. ``to_dict()`` gives plain floats under unit-suffixed keys.
+"""
+
+from __future__ import annotations
+
+from .. import units
+from . import calibration as cal
+
+_TIER_NAMES = {
+    "memory": "primary memory",
+    "sram": "on-chip SRAM (weights resident)",
+    "flash": "flash",
+    "offload": "host offload",
+}
+
+
+class PerformanceProfile:
+    """Latency, throughput, energy, footprint, utilization and bound of one configuration.
+
+    ``latency = max(latency_compute, latency_memory) + latency_overhead``;
+    ``throughput = batch / latency`` in samples per second, where :attr:`sample` says what a
+    sample is (a token of each sequence, a training sequence, an image…).
+    """
+
+    __slots__ = (
+        "_t", "_tc", "_tm", "_to", "_thr", "_energy", "_footprint", "mfu", "hfu",
+        "bottleneck", "feasible", "overhead_dominated", "_bw", "_tier", "_peak", "_slot",
+        "_fell_back", "_ops_model", "_ops_hw", "_traffic", "_weights", "_wf", "_df", "_prec",
+        "_inputs", "_parts", "_q",
+    )
+
+    def __init__(self, t, tc, tm, to, thr, energy, footprint, mfu, hfu, bottleneck, feasible,
+                 overhead_dominated, bw, tier, peak, slot, fell_back, ops_model, ops_hw,
+                 traffic, weights, wf, df, prec, inputs, parts):
+        self._t = t
+        self._tc = tc
+        self._tm = tm
+        self._to = to
+        self._thr = thr
+        self._energy = energy
+        self._footprint = footprint
+        self.mfu = mfu
+        self.hfu = hfu
+        self.bottleneck = bottleneck
+        self.feasible = feasible
+        self.overhead_dominated = overhead_dominated
+        self._bw = bw
+        self._tier = tier
+        self._peak = peak
+        self._slot = slot
+        self._fell_back = fell_back
+        self._ops_model = ops_model
+        self._ops_hw = ops_hw
+        self._traffic = traffic
+        self._weights = weights
+        self._wf = wf
+        self._df = df
+        self._prec = prec
+        self._inputs = inputs
+        self._parts = parts
+        self._q = None
+
+    # -- quantities (lazy) -----------------------------------------------------------------
+    def _quantity(self, key: str, value: float, unit: str):
+        q = self._q
+        if q is None:
+            q = self._q = {}
+        hit = q.get(key)
+        if hit is None:
+            hit = q[key] = units.Q(value, unit)
+        return hit
+
+    @property
+    def latency(self):
+        """Modeled batch latency: max(compute, memory) + overhead."""
+        return self._quantity("latency", self._t * 1e3, "ms")
+
+    @property
+    def latency_compute(self):
+        """F_batch / (efficiency * F_peak)."""
+        return self._quantity("latency_compute", self._tc * 1e3, "ms")
+
+    @property
+    def latency_memory(self):
+        """W * (1 + 0.1 * B) / BW on the selected bandwidth path."""
+        return self._quantity("latency_memory", self._tm * 1e3, "ms")
+
+    @property
+    def latency_overhead(self):
+        """T_dispatch + L * T_layer * launch_multiplier."""
+        return self._quantity("latency_overhead", self._to * 1e3, "ms")
+
+    @property
+    def throughput(self):
+        """Samples per second (``sample`` says what one is)."""
+        return self._quantity("throughput", self._thr, "1/s")
+
+    @property
+    def energy(self):
+        """Energy of one batch: TDP * (idle + dynamic * HFU) * latency; 0 J without a TDP."""
+        return self._quantity("energy", self._energy, "J")
+
+    energy_per_inference = energy
+
+    @property
+    def memory_footprint(self):
+        """Bytes the configuration needs on the device (weights; training state in training)."""
+        return self._quantity("memory_footprint", self._footprint, "B")
+
+    @property
+    def peak_flops_actual(self):
+        """The derated compute ceiling: efficiency * F_peak."""
+        return self._quantity("peak_flops_actual", self._peak * self._inputs[2], "FLOP/s")
+
+    @property
+    def peak_bw_actual(self):
+        """The bandwidth of the selected path."""
+        return self._quantity("peak_bw_actual", self._bw, "B/s")
+
+    @property
+    def arithmetic_intensity(self):
+        """Batch FLOPs over batch traffic."""
+        return self._quantity("arithmetic_intensity", self._ops_hw / self._traffic, "FLOP/B")
+
+    @property
+    def offload_spill(self):
+        """Bytes beyond the device's capacity (0 B when it fits)."""
+        return self._quantity("offload_spill", max(self._footprint - self._df.capacity, 0.0), "B")
+
+    # -- plain values ------------------------------------------------------------------------
+    @property
+    def latency_s(self) -> float:
+        return self._t
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self._thr
+
+    @property
+    def energy_j(self) -> float:
+        return self._energy
+
+    @property
+    def memory_footprint_bytes(self) -> float:
+        return self._footprint
+
+    @property
+    def utilization(self) -> dict[str, float]:
+        """MFU (model FLOPs) and HFU (hardware FLOPs, recomputation included) over peak."""
+        return {"mfu": self.mfu, "hfu": self.hfu}
+
+    @property
+    def bandwidth_path(self) -> str:
+        """Which bandwidth bounded the memory term: memory, sram, flash or offload."""
+        return self._tier
+
+    @property
+    def sample(self) -> str:
+        """What one sample of ``throughput`` is."""
+        wf = self._wf
+        batch, _, _, training, seq_len = self._inputs[:5]
+        if wf.per_token:
+            if training:
+                return f"sequence of {seq_len} tokens"
+            return "token (one per sequence: a decode step over the batch)"
+        return wf.sample
+
+    @property
+    def inputs(self) -> dict:
+        """The arguments that produced this profile."""
+        (batch, precision, eff, training, seq_len, zero, dp, lora, recompute,
+         raise_errors) = self._inputs
+        return {"model": self._wf.name, "hardware": self._df.name, "batch_size": batch,
+                "precision": precision, "efficiency": eff, "raise_errors": raise_errors,
+                "is_training": training, "seq_len": seq_len, "zero_stage": zero,
+                "dp_size": dp, "is_lora": lora, "activation_recomputation": recompute}
+
+    @property
+    def memory_breakdown(self) -> dict[str, float]:
+        """Footprint by component in bytes (weights; in training also gradients, optimizer
+        state and activations when the transformer formula applies)."""
+        if self._parts is not None:
+            return dict(self._parts)
+        return {"total": self._footprint}
+
+    # -- explanation -----------------------------------------------------------------------
+    @property
+    def trace(self) -> list[str]:
+        """One line per limit checked, with the numbers that decided it."""
+        wf, df, prec = self._wf, self._df, self._prec
+        (batch, precision, eff, training, seq_len, zero, dp, lora, recompute,
+         _raise) = self._inputs
+        fmt = units.fmt
+        lines = []
+        what = "training state" if training else "weights only (no KV cache)"
+        verdict = "fits" if self.feasible else "DOES NOT FIT"
+        rel = "<=" if self.feasible else ">"
+        lines.append(f"capacity: needs {fmt(self._footprint, 'bytes')} ({what}, {prec.name} "
+                     f"at {prec.bytes_per_element:g} B/element) {rel} "
+                     f"{fmt(df.capacity, 'bytes')} on {df.name}: {verdict}")
+        if self._parts is not None:
+            p = self._parts
+            lines.append(
+                f"training memory: weights {fmt(p['weights'], 'bytes')} + gradients "
+                f"{fmt(p['gradients'], 'bytes')} + optimizer {fmt(p['optimizer'], 'bytes')} + "
+                f"activations {fmt(p['activations'], 'bytes')} (ZeRO stage {zero} over "
+                f"dp_size {dp}{', LoRA' if lora else ''}"
+                f"{', full recomputation' if recompute else ''})")
+        elif training:
+            mult = cal.GENERIC_LORA_WEIGHT_MULTIPLE if lora else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE
+            note = "" if zero == 0 else "; ZeRO sharding applies to the transformer formula only"
+            lines.append(f"training memory: {mult:g} x weights {fmt(self._weights, 'bytes')} "
+                         f"(no transformer dims{', LoRA' if lora else ''}){note}")
+        peak_line = (f"compute ceiling: {fmt(self._peak, 'throughput')} ({self._slot}) x "
+                     f"efficiency {eff:g} = {fmt(self._peak * eff, 'throughput')}")
+        if self._fell_back:
+            peak_line += (f"; {df.name} lists no {prec.slot} peak, so the device's default "
+                          f"peak ({df.default_slot}) is used")
+        lines.append(peak_line)
+        lines.append(f"bandwidth path: {self._bandwidth_text()}")
+        if training:
+            fe = cal.RECOMPUTE_FORWARD_EQUIVALENTS if recompute else cal.TRAINING_FORWARD_EQUIVALENTS
+            per = f" x seq_len {seq_len}" if wf.per_token else ""
+            work = f"{fe} forward-equivalents x {fmt(wf.flops, 'compute')}/{'token' if wf.per_token else 'sample'}{per} x batch {batch}"
+        else:
+            work = f"{fmt(wf.flops, 'compute')}/{'token' if wf.per_token else 'sample'} x batch {batch}"
+        lines.append(f"compute term: {work} = {fmt(self._ops_hw, 'compute')} / "
+                     f"{fmt(self._peak * eff, 'throughput')} = {fmt(self._tc, 'time')}")
+        lines.append(f"memory term: W {fmt(self._weights, 'bytes')} x (1 + "
+                     f"{cal.ACTIVATION_TRAFFIC_PER_SAMPLE:g} x {batch}) = "
+                     f"{fmt(self._traffic, 'bytes')} / {fmt(self._bw, 'bandwidth')} = "
+                     f"{fmt(self._tm, 'time')}")
+        launch = cal.TRAINING_LAUNCH_MULTIPLIER if training else cal.INFERENCE_LAUNCH_MULTIPLIER
+        lines.append(f"overhead: dispatch {fmt(df.dispatch, 'time')} + {wf.layers} layers x "
+                     f"{fmt(df.layer, 'time')} x launch multiplier {launch} = "
+                     f"{fmt(self._to, 'time')}")
+        bound = ("memory term > compute term" if self.bottleneck == "Memory"
+                 else "compute term >= memory term")
+        od = (f"; overhead {fmt(self._to, 'time')} exceeds both terms (overhead dominated)"
+              if self.overhead_dominated else "")
+        lines.append(f"bound: {self.bottleneck} ({bound}){od}; latency "
+                     f"{fmt(self._t, 'time')}, throughput {self._thr:.6g} {self._sample_plural()}/s")
+        lines.append(f"utilization: MFU {self.mfu:.4f}, HFU {self.hfu:.4f} of the "
+                     f"{self._slot} peak")
+        if df.tdp > 0:
+            lines.append(f"energy: TDP {fmt(df.tdp, 'power')} x ({cal.ENERGY_IDLE_FRACTION:g} + "
+                         f"{cal.ENERGY_DYNAMIC_FRACTION:g} x HFU {self.hfu:.4f}) x "
+                         f"{fmt(self._t, 'time')} = {fmt(self._energy, 'energy')}")
+        else:
+            lines.append(f"energy: {df.name} declares no TDP, so energy is 0 J")
+        return lines
+
+    def _sample_plural(self) -> str:
+        wf = self._wf
+        if wf.per_token:
+            return "sequences" if self._inputs[3] else "tokens"
+        return "samples"
+
+    def _bandwidth_text(self) -> str:
+        df, fmt = self._df, units.fmt
+        tier = self._tier
+        if tier == "offload":
+            link = (f"host link {fmt(df.host_bandwidth, 'bandwidth')}" if df.host_link_declared
+                    else f"host link {fmt(df.host_bandwidth, 'bandwidth')} (no [host_link] in "
+                         f"the spec: assumed PCIe Gen5 x16)")
+            return (f"{_TIER_NAMES[tier]}: footprint exceeds capacity, all traffic charged at "
+                    f"the limiting link min(memory {fmt(df.bandwidth, 'bandwidth')}, {link}) = "
+                    f"{fmt(self._bw, 'bandwidth')}")
+        if tier == "sram":
+            return (f"{_TIER_NAMES[tier]}: weights {fmt(self._weights, 'bytes')} <= SRAM "
+                    f"{fmt(df.sram_capacity, 'bytes')}, {fmt(self._bw, 'bandwidth')}")
+        if tier == "flash":
+            return f"{_TIER_NAMES[tier]}: weights stream from flash at {fmt(self._bw, 'bandwidth')}"
+        return f"{_TIER_NAMES[tier]}: {fmt(self._bw, 'bandwidth')}"
+
+    @property
+    def basis(self) -> str:
+        """Where the device numbers come from: the spec fields used and their provenance."""
+        df, prec = self._df, self._prec
+        spec = df.spec
+        prov = spec.provenance
+
+        def src(path: str) -> str:
+            entry = prov.get(path) or prov.get(path.split(".")[0]) or "no provenance"
+            return f"{path} ({entry})"
+
+        parts = [f"device {df.name} datasheet ceilings from {self._origin()}"]
+        peak = src(f"compute.{self._slot}")
+        if self._fell_back:
+            peak += (f" as the default peak: {df.name} lists no {prec.slot} peak for "
+                     f"{prec.name}")
+        parts.append(f"peak {peak}")
+        tier = self._tier
+        if tier == "offload":
+            parts.append(src("memory.bandwidth"))
+            parts.append(src("host_link.bandwidth") if df.host_link_declared else
+                         "host link: engine calibration default (PCIe Gen5 x16, 64 GB/s)")
+        elif tier == "sram":
+            parts.append(src("sram.bandwidth"))
+        elif tier == "flash":
+            parts.append(src("flash.bandwidth"))
+        else:
+            parts.append(src("memory.bandwidth"))
+        parts.append(src("memory.capacity"))
+        parts.append(f"{src('overheads.dispatch')}, {src('overheads.layer')}")
+        parts.append(src("power.tdp") if df.tdp > 0 else "no TDP")
+        parts.append(f"efficiency {self._inputs[2]:g} declared, not measured")
+        parts.append(f"workload {self._wf.name}: {self._wf.source}")
+        return "; ".join(parts)
+
+    def _origin(self) -> str:
+        return f"spec {self._df.name}"
+
+    # -- output ----------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """Plain floats with unit-suffixed keys (JSON-ready)."""
+        return {
+            "latency_ms": self._t * 1e3,
+            "latency_compute_ms": self._tc * 1e3,
+            "latency_memory_ms": self._tm * 1e3,
+            "latency_overhead_ms": self._to * 1e3,
+            "throughput_per_s": self._thr,
+            "sample": self.sample,
+            "energy_j": self._energy,
+            "memory_footprint_bytes": self._footprint,
+            "bottleneck": self.bottleneck,
+            "feasible": self.feasible,
+            "overhead_dominated": self.overhead_dominated,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "bandwidth_path": self._tier,
+            "peak_flops_per_s": self._peak,
+            "bandwidth_bytes_per_s": self._bw,
+            "inputs": self.inputs,
+            "trace": self.trace,
+            "basis": self.basis,
+        }
+
+    def summary(self) -> str:
+        fmt = units.fmt
+        return "\n".join([
+            f"{self._wf.name} on {self._df.name}: {self.bottleneck}-bound"
+            f"{' (overhead dominated)' if self.overhead_dominated else ''}, "
+            f"{'fits' if self.feasible else 'does not fit'}",
+            f"latency    {fmt(self._t, 'time')}  (compute {fmt(self._tc, 'time')}, memory "
+            f"{fmt(self._tm, 'time')}, overhead {fmt(self._to, 'time')})",
+            f"throughput {self._thr:.6g} {self._sample_plural()}/s  [sample: {self.sample}]",
+            f"energy     {fmt(self._energy, 'energy')}   footprint "
+            f"{fmt(self._footprint, 'bytes')}   MFU {self.mfu:.3f}  HFU {self.hfu:.3f}",
+        ])
+
+    def __repr__(self) -> str:
+        return (f"<PerformanceProfile {self._wf.name} on {self._df.name}: "
+                f"latency {units.fmt(self._t, 'time')}, {self.bottleneck}, "
+                f"feasible={self.feasible}>")
