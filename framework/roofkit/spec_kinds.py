@@ -40,6 +40,16 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("devices", "roofkit.schema.device:Device", marker="compute"),
         SpecKind("workloads", "roofkit.schema.workload:Workload",
                  check_path="roofkit.schema.workload_check:check", marker="domain"),
+        SpecKind("scenarios", "roofkit.scenarios.spec:ScenarioSpec",
+                 check_path="roofkit.scenarios.spec:check", marker="kind"),
+        SpecKind("circuits", "roofkit.circuit.spec:CircuitTemplate",
+                 check_path="roofkit.circuit.spec:check_circuit", aliases=False, marker="nodes"),
+        SpecKind("ops", "roofkit.circuit.spec:OpRule",
+                 check_path="roofkit.circuit.spec:check_op_rule", aliases=False, marker="decode"),
+        SpecKind("calibration", "roofkit.schema.calibration:Calibration",
+                 check_path="roofkit.schema.calibration:check", aliases=False),
+        SpecKind("validation", "roofkit.schema.validation:ValidationCase",
+                 check_path="roofkit.schema.validation:check", aliases=False, marker="metric"),
     )
 }
 

@@ -84,7 +84,7 @@ class ScenarioKind:
     """A scenario kind: its tag in TOML (``kind = "host_dispatch"``) and its attrs class.
 
     ``cls`` is constructed with keyword inputs; ``derived`` names the attributes it computes.
-    ``quantities`` maps input names to their unit dimension for TOML/CLI parsing.
+    Input units come from the class's field metadata (``roofkit.schema.fields.quantity``).
     """
 
     name: str

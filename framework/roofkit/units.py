@@ -113,7 +113,8 @@ def parse(text, dimension: str) -> float:
     if factor >= 1.0:
         out = float(Decimal(number.replace("_", "")) * Decimal(factor))  # 66.9 T -> 6.69e13
     elif abs(inverse - round(inverse)) <= 1e-9 * inverse:
-        out = value / round(inverse)  # 10 us -> 1e-05 exactly, not 9.999999999999999e-06
+        # 10 us -> 1e-05 and 0.8955 ms -> 0.0008955 exactly (decimal arithmetic, rounded once)
+        out = float(Decimal(number.replace("_", "")) / Decimal(round(inverse)))
     else:
         out = value * factor
     if not math.isfinite(out):

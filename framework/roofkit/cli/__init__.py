@@ -13,6 +13,9 @@ from ..errors import OOMError, PluginError, RoofkitError, SpecError, UnknownName
 COMMAND_MODULES = [
     "roofkit.cli.catalog",
     "roofkit.cli.engine",
+    "roofkit.cli.scenarios",
+    "roofkit.cli.circuit",
+    "roofkit.cli.serving",
 ]
 
 
