@@ -102,24 +102,28 @@ def parse(text, dimension: str) -> float:
     number, unit_text = m.group(1), m.group(2)
     if not unit_text:
         raise SpecError(f"{text!r} has no unit; write e.g. {example!r}")
-    value = float(number.replace("_", ""))
     try:
-        factor = _factor(unit_text, dimension)
+        out = to_si(number, unit_text, dimension)
     except SpecError:
         raise
     except Exception as exc:  # pint's UndefinedUnitError, DefinitionSyntaxError...
         raise SpecError(f"unknown unit {unit_text!r} in {text!r}; write e.g. {example!r}") from exc
-    inverse = 1.0 / factor
-    if factor >= 1.0:
-        out = float(Decimal(number.replace("_", "")) * Decimal(factor))  # 66.9 T -> 6.69e13
-    elif abs(inverse - round(inverse)) <= 1e-9 * inverse:
-        # 10 us -> 1e-05 and 0.8955 ms -> 0.0008955 exactly (decimal arithmetic, rounded once)
-        out = float(Decimal(number.replace("_", "")) / Decimal(round(inverse)))
-    else:
-        out = value * factor
     if not math.isfinite(out):
         raise SpecError(f"{text!r} is not a finite {dimension}")
     return out
+
+
+def to_si(number: str, unit_text: str, dimension: str) -> float:
+    """``number`` (decimal text) in ``unit_text`` as an SI float of ``dimension``, rounded once:
+    ``66.9 TFLOP/s`` is 6.69e13 and ``0.8955 ms`` is 0.0008955, not 0.0008954999999999999."""
+    factor = _factor(unit_text, dimension)
+    exact = Decimal(number.replace("_", ""))
+    inverse = 1.0 / factor
+    if factor >= 1.0:
+        return float(exact * Decimal(factor))
+    if abs(inverse - round(inverse)) <= 1e-9 * inverse:
+        return float(exact / Decimal(round(inverse)))
+    return float(exact) * factor
 
 
 def fmt(value: float, dimension: str, digits: int = 4) -> str:

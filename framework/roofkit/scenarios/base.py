@@ -102,19 +102,9 @@ def known_inputs_text(cls) -> str:
 
 # -- conversion ---------------------------------------------------------------------------
 
-def _exact(number: str | float, factor: float) -> float:
-    """``number * factor`` rounded once: 0.8955 ms is 0.0008955 s, not 0.0008954999999999999."""
-    return float(Decimal(str(number).replace("_", "")) * Decimal(repr(factor)))
-
-
 def parse_quantity(text: str, dimension: str) -> float:
     """``"0.8955 ms"`` → SI float; :func:`roofkit.units.parse` validates and words errors."""
-    value = units.parse(text, dimension)
-    m = units._NUMBER.match(text)
-    try:
-        return _exact(m.group(1), units._factor(m.group(2), dimension))
-    except Exception:  # pragma: no cover - parse accepted it, so this does not happen
-        return value
+    return units.parse(text, dimension)
 
 
 def _from_quantity(q, dimension: str) -> float:
@@ -124,7 +114,7 @@ def _from_quantity(q, dimension: str) -> float:
         raise _Bad(f"expected one {dimension}, got {q!r}") from None
     for unit_text in (str(q.units), format(q.units, "D")):
         try:
-            return _exact(repr(magnitude), units._factor(unit_text, dimension))
+            return units.to_si(repr(magnitude), unit_text, dimension)
         except SpecError as exc:
             raise _Bad(str(exc)) from None
         except Exception:  # a spelling our registry lacks: try the long form
