@@ -194,16 +194,25 @@ class Expr:
         return self._fn(env)[0]
 
 
-def substitute(body: ast.AST, constants: Mapping[str, float]) -> ast.AST:
-    """A copy of a validated tree with the names in ``constants`` replaced by their values."""
+def substitute(body: ast.AST, bindings: Mapping[str, float | ast.AST]) -> ast.AST:
+    """A copy of a validated tree with names replaced: by a number, or by another validated
+    tree (an inlined ``let``)."""
 
     class _Sub(ast.NodeTransformer):
         def visit_Name(self, node):
-            if node.id in constants:
-                return ast.Constant(float(constants[node.id]))
+            if node.id in bindings:
+                v = bindings[node.id]
+                if isinstance(v, ast.AST):
+                    return _copy(v)
+                return ast.Constant(float(v))
             return node
 
     return _Sub().visit(_copy(body))
+
+
+def free_names(body: ast.AST) -> set[str]:
+    """Names a (possibly substituted) tree still reads, besides the functions."""
+    return {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and n.id not in FUNCTIONS}
 
 
 def _copy(node):
@@ -220,17 +229,15 @@ def _scalar_ceil(x):
 
 #: Functions bound into compiled code: scalar (fast on floats) and vector (numpy) variants.
 SCALAR_FUNCS = {"min": min, "max": max, "ceil": _scalar_ceil}
-VECTOR_FUNCS = {"min": np.minimum.reduce, "max": np.maximum.reduce, "ceil": _np_ceil}
+def _np_min(*args):
+    return functools.reduce(np.minimum, args)
 
 
-class _Vectorize(ast.NodeTransformer):
-    """min(a, b, ...) → min((a, b, ...)) so numpy's reduce sees one sequence argument."""
+def _np_max(*args):
+    return functools.reduce(np.maximum, args)
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if node.func.id in ("min", "max"):
-            node.args = [ast.List(node.args, ast.Load())]
-        return node
+
+VECTOR_FUNCS = {"min": _np_min, "max": _np_max, "ceil": _np_ceil}
 
 
 def compile_function(args: tuple[str, ...], bodies: list[ast.AST], *, vector: bool = False,
@@ -242,8 +249,6 @@ def compile_function(args: tuple[str, ...], bodies: list[ast.AST], *, vector: bo
     ``env_arg`` makes the single argument a mapping from which every free name is read.
     """
     bodies = [_copy(b) for b in bodies]
-    if vector:
-        bodies = [_Vectorize().visit(b) for b in bodies]
     funcs = VECTOR_FUNCS if vector else SCALAR_FUNCS
     if env_arg:
         free = sorted({n.id for b in bodies for n in ast.walk(b)

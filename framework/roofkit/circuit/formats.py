@@ -1,0 +1,118 @@
+"""Which numeric format each weight role, the activations, the KV cache and the recurrent
+state use: the per-checkpoint precision table.
+
+For a weight role ``r`` (``attention``, ``mlp``, ``experts``, ``embedding``...) and for
+``activations`` the first that names it wins:
+
+1. the call's ``formats={"experts": "nvfp4"}``;
+2. the workload's ``[formats]`` table (the checkpoint: ``experts = "mxfp4"``);
+3. the template's ``[formats]`` pins (embedding, lm_head, norms and routers stay bf16);
+4. the call's ``precision=``;
+5. the workload's ``formats.default``; then ``bf16``.
+
+The KV cache: ``kv_cache_dtype=`` > ``formats["kv"]`` (call, then workload) > ``bf16``.
+The recurrent state (GatedDeltaNet, Mamba): ``ssm_h_dtype=`` > ``formats["state"]`` >
+``f32``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from ..errors import SpecError
+from ..types import Precision
+
+SPECIAL_ROLES = ("default", "activations", "kv", "state")
+
+
+@attrs.frozen
+class Formats:
+    """Resolved formats: one :class:`Precision` per role asked for, and the rest."""
+
+    table: Mapping[str, Precision]
+    fallback: Precision
+    activation: Precision
+    kv: Precision
+    state: Precision
+    origin: Mapping[str, str] = attrs.field(factory=dict)  # role -> where its format came from
+
+    def weight(self, role: str) -> Precision:
+        return self.table.get(role, self.fallback)
+
+    def key(self) -> tuple:
+        return (tuple(sorted((k, v.name) for k, v in self.table.items())), self.fallback.name,
+                self.activation.name, self.kv.name, self.state.name)
+
+
+def resolve_formats(registry, template, workload, *, precision=None, formats=None,
+                    kv_cache_dtype=None, ssm_h_dtype=None, roles=()) -> Formats:
+    """Resolve every role in ``roles`` (plus activations, KV and state) to a Precision."""
+    formats = {k.lower(): v for k, v in (formats or {}).items()}
+    ckpt = {k.lower(): v for k, v in workload.formats.items()}
+    pins = {k.lower(): v for k, v in template.formats.items()}
+
+    def prec(name, what):
+        try:
+            return registry.precision(name)
+        except LookupError as exc:
+            raise SpecError(f"{what}: {exc}") from None
+
+    default_name, default_src = "bf16", "roofkit default"
+    if "default" in ckpt:
+        default_name, default_src = ckpt["default"], "workload formats.default"
+    if precision is not None:
+        p = precision.name if isinstance(precision, Precision) else str(precision)
+        default_name, default_src = p, "precision="
+    if "default" in formats:
+        default_name, default_src = formats["default"], "formats=default"
+    table, origin = {}, {}
+    for role in {*roles, *ckpt, *formats, *pins} - set(SPECIAL_ROLES):
+        for src_name, src in (("formats=", formats), ("workload formats", ckpt),
+                              ("template pin", pins)):
+            if role in src:
+                table[role] = prec(src[role], f"{src_name} {role}")
+                origin[role] = src_name
+                break
+        else:
+            table[role] = prec(default_name, f"{default_src} for {role}")
+            origin[role] = default_src
+    fallback = prec(default_name, default_src)
+    if "activations" in formats:
+        act, origin["activations"] = prec(formats["activations"], "formats=activations"), "formats="
+    elif "activations" in ckpt:
+        act, origin["activations"] = prec(ckpt["activations"], "workload formats.activations"), \
+            "workload formats"
+    else:
+        act, origin["activations"] = fallback, default_src
+    if kv_cache_dtype is not None:
+        kv, origin["kv"] = prec(kv_cache_dtype, "kv_cache_dtype"), "kv_cache_dtype="
+    elif "kv" in formats:
+        kv, origin["kv"] = prec(formats["kv"], "formats=kv"), "formats="
+    elif "kv" in ckpt:
+        kv, origin["kv"] = prec(ckpt["kv"], "workload formats.kv"), "workload formats"
+    else:
+        kv, origin["kv"] = prec("bf16", "kv default"), "roofkit default"
+    if ssm_h_dtype is not None:
+        st, origin["state"] = prec(ssm_h_dtype, "ssm_h_dtype"), "ssm_h_dtype="
+    elif "state" in formats:
+        st, origin["state"] = prec(formats["state"], "formats=state"), "formats="
+    elif "state" in ckpt:
+        st, origin["state"] = prec(ckpt["state"], "workload formats.state"), "workload formats"
+    else:
+        st, origin["state"] = prec("fp32", "state default"), "roofkit default"
+    return Formats(table=table, fallback=fallback, activation=act, kv=kv, state=st,
+                   origin=origin)
+
+
+def operand_precision(weight: Precision | None, other: Precision) -> Precision:
+    """The precision a matrix op computes at: the wider of its two operands.
+
+    W8A8 FP8 computes at fp8; NVFP4 weights with NVFP4 activations at fp4; weight-only
+    quantization (W4A16: int4 or MXFP4 weights, bf16 activations) at bf16, because the
+    weights are widened to the activations' format before the multiply.
+    """
+    if weight is None:
+        return other
+    return weight if weight.bits_per_element >= other.bits_per_element else other

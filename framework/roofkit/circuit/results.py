@@ -1,0 +1,253 @@
+"""Result objects of circuit estimates: per-node rows, totals, basis; ``to_dict()`` for JSON.
+
+Values are SI floats (s, FLOP, B), or numpy arrays when the estimate ran at many batch
+sizes or contexts at once. ``bound`` is ``memory`` when bytes / bandwidth is the larger
+roofline term, ``compute`` when FLOPs / peak is, ``overhead`` when a cost model's extra term
+(kernel launch) exceeds both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+
+
+def _plain(v):
+    """numpy → lists and floats, for JSON."""
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, Mapping):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    return v
+
+
+def bound_of(t_mem, t_cmp, time):
+    """'memory', 'compute' or 'overhead' (arrays give arrays of words)."""
+    roof = np.maximum(t_mem, t_cmp)
+    if isinstance(roof, np.ndarray):
+        word = np.where(t_mem >= t_cmp, "memory", "compute")
+        return np.where(time - roof > roof, "overhead", word)
+    if time - roof > roof:
+        return "overhead"
+    return "memory" if t_mem >= t_cmp else "compute"
+
+
+@attrs.frozen
+class NodeCost:
+    """One node's cost over all its instances (``count`` layers)."""
+
+    node: str
+    op: str
+    section: str
+    count: int
+    flops: object
+    bytes: object
+    time: object
+    bound: object
+    slot: str = ""
+    weight_bytes: object = 0.0
+    act_bytes: object = 0.0
+    kv_bytes: object = 0.0
+    state_bytes: object = 0.0
+    t_memory: object = 0.0
+    t_compute: object = 0.0
+
+    def to_dict(self) -> dict:
+        return {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+
+
+@attrs.frozen
+class Estimate:
+    """A decode step or a prefill on one device: per-node rows, totals and the basis.
+
+    ``time`` is the sum of node times (s); ``bound`` the term that dominates the sum.
+    Decode: ``batch`` sequences each at ``context`` tokens. Prefill: ``tokens`` tokens at a
+    causal half-context ``tokens / 2``.
+    """
+
+    mode: str
+    workload: str
+    device: str
+    cost_model: str
+    basis: str
+    measured: bool
+    rows: tuple[NodeCost, ...]
+    batch: object = 1
+    context: object = 0
+    tokens: object = 0
+    notes: tuple[str, ...] = ()
+    settings: Mapping[str, object] = attrs.field(factory=dict)
+
+    def _sum(self, field):
+        return sum(getattr(r, field) for r in self.rows)
+
+    @property
+    def time(self):
+        return self._sum("time")
+
+    @property
+    def flops(self):
+        return self._sum("flops")
+
+    @property
+    def bytes(self):
+        return self._sum("bytes")
+
+    @property
+    def memory_time(self):
+        """Σ bytes / bandwidth over nodes, s."""
+        return self._sum("t_memory")
+
+    @property
+    def compute_time(self):
+        """Σ FLOPs / peak over nodes, s."""
+        return self._sum("t_compute")
+
+    @property
+    def bound(self):
+        """The term that dominates the step: 'memory', 'compute' or 'overhead'."""
+        return bound_of(self.memory_time, self.compute_time, self.time)
+
+    @property
+    def tokens_per_second(self):
+        """Tokens produced (decode: ``batch``) or processed (prefill: ``tokens``) per s."""
+        n = self.batch if self.mode == "decode" else self.tokens
+        return np.asarray(n, dtype=float) / self.time if isinstance(
+            self.time, np.ndarray) else float(n) / self.time
+
+    def by(self, key: str = "node") -> list[NodeCost]:
+        """Rows grouped by ``node``, ``op`` or ``section``, sorted by time, longest first."""
+        if key not in ("node", "op", "section"):
+            raise ValueError(f"group by node, op or section, not {key!r}")
+        if key == "node":
+            rows = list(self.rows)
+        else:
+            groups: dict[str, list[NodeCost]] = {}
+            for r in self.rows:
+                groups.setdefault(getattr(r, key), []).append(r)
+            rows = []
+            for name, rs in groups.items():
+                s = {f: sum(getattr(r, f) for r in rs) for f in
+                     ("flops", "bytes", "time", "weight_bytes", "act_bytes", "kv_bytes",
+                      "state_bytes", "t_memory", "t_compute")}
+                rows.append(NodeCost(
+                    node=name, op=rs[0].op if key == "op" else "*",
+                    section=rs[0].section if key == "section" else
+                    ",".join(dict.fromkeys(r.section for r in rs)),
+                    count=sum(r.count for r in rs),
+                    bound=bound_of(s["t_memory"], s["t_compute"], s["time"]),
+                    slot=",".join(dict.fromkeys(r.slot for r in rs)), **s))
+        return sorted(rows, key=lambda r: -float(np.max(r.time)))
+
+    def to_dict(self, by: str = "node") -> dict:
+        return {
+            "mode": self.mode, "workload": self.workload, "device": self.device,
+            "cost_model": self.cost_model, "batch": _plain(self.batch),
+            "context": _plain(self.context), "tokens": _plain(self.tokens),
+            "settings": _plain(dict(self.settings)),
+            "rows": [r.to_dict() for r in self.by(by)],
+            "totals": {"time_s": _plain(self.time), "flops": _plain(self.flops),
+                       "bytes": _plain(self.bytes), "memory_time_s": _plain(self.memory_time),
+                       "compute_time_s": _plain(self.compute_time),
+                       "bound": _plain(self.bound),
+                       "tokens_per_s": _plain(self.tokens_per_second)},
+            "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
+        }
+
+
+@attrs.frozen
+class Footprint:
+    """What a workload holds in device memory.
+
+    ``weights`` counts every section's weights once (a tied head or a draft's shared
+    embedding adds nothing); ``kv_per_token`` the KV bytes one token of one sequence adds
+    over every attention node; ``state_per_seq`` the recurrent state (GatedDeltaNet,
+    Mamba) and conv windows of one sequence.
+
+        bytes(seqs, context) = weights + seqs * (kv(context) + state_per_seq)
+
+    where kv(context) = Σ_attention kv_per_token * min(context, window).
+    ``weight_floor`` is the weight bytes one decode row reads (routed experts at top_k);
+    ``weight_floor_time`` = weight_floor / bandwidth on the device, the batch-1 floor.
+    """
+
+    workload: str
+    weights: float
+    kv_per_token: float
+    state_per_seq: float
+    weight_floor: float
+    kv_cache_dtype: str
+    ssm_h_dtype: str
+    weights_by_role: Mapping[str, float] = attrs.field(factory=dict)
+    weights_by_section: Mapping[str, float] = attrs.field(factory=dict)
+    device: str | None = None
+    weight_floor_time: float | None = None
+    basis: str = ""
+    kv_terms: tuple = ()  # (kv_per_token * count, f(context) -> tokens kept) per attention node
+
+    def kv_bytes(self, context):
+        """KV bytes of one sequence at ``context`` tokens (windows cap what is kept)."""
+        vec = isinstance(context, np.ndarray)
+        return sum(b * (fv if vec else fs)(context)[0] for b, fs, fv in self.kv_terms)
+
+    def bytes(self, seqs, context):
+        """Bytes for ``seqs`` sequences of ``context`` tokens, weights included."""
+        return self.weights + seqs * (self.kv_bytes(context) + self.state_per_seq)
+
+    def to_dict(self) -> dict:
+        d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
+             if k != "kv_terms"}
+        return d
+
+
+@attrs.frozen
+class Fit:
+    """Whether ``seqs`` sequences of ``context`` tokens fit in the device's usable memory.
+
+    usable = capacity * usable_fraction (the device spec gives the fraction's reason);
+    ``margin`` = usable - required (negative: short by that much); ``max_seqs`` the most
+    sequences of that context that fit beside the weights.
+    """
+
+    workload: str
+    device: str
+    seqs: int
+    context: int
+    fits: bool
+    required: float
+    usable: float
+    capacity: float
+    usable_fraction: float
+    usable_reason: str
+    margin: float
+    max_seqs: int
+    footprint: Footprint
+    not_counted: str = ("activations and workspaces, the CUDA context beyond the usable "
+                        "fraction, allocator fragmentation")
+
+    @property
+    def weights(self) -> float:
+        return self.footprint.weights
+
+    @property
+    def kv_bytes(self) -> float:
+        return self.seqs * self.footprint.kv_bytes(self.context)
+
+    @property
+    def state_bytes(self) -> float:
+        return self.seqs * self.footprint.state_per_seq
+
+    def to_dict(self) -> dict:
+        d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
+             if k != "footprint"}
+        d["weights"] = self.weights
+        d["kv_bytes"] = self.kv_bytes
+        d["state_bytes"] = self.state_bytes
+        d["footprint"] = self.footprint.to_dict()
+        return d
