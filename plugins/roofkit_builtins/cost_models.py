@@ -6,8 +6,6 @@ t = max(bytes / bandwidth, flops / peak) + launch (the device's ``overheads.laun
 Both work on floats and numpy arrays.
 """
 
-import numpy as np
-
 from roofkit import CostModel, hookimpl
 
 
@@ -15,7 +13,9 @@ def roofline_time(flops, nbytes, peak, bandwidth, launch=0.0):
     """max(bytes / bandwidth, flops / peak), seconds."""
     t_mem = nbytes / bandwidth
     t_cmp = flops / peak
-    if isinstance(t_mem, np.ndarray) or isinstance(t_cmp, np.ndarray):
+    if hasattr(t_mem, "shape") or hasattr(t_cmp, "shape"):  # numpy arrays
+        import numpy as np
+
         return np.maximum(t_mem, t_cmp)
     return t_mem if t_mem >= t_cmp else t_cmp
 

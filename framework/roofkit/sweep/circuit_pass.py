@@ -1,0 +1,169 @@
+"""The circuit's decode and prefill estimates over arrays: one call per (device, precision)
+group with the batch sizes and contexts of all its rows as numpy arrays.
+
+``roofkit.circuit.api.decode`` and ``prefill`` compile every node's op-cost expressions once
+per (workload, device, settings) and evaluate them on floats or arrays alike, so a group is
+one pass over its nodes (not one per row), with the same expressions as the scalar call:
+
+    decode:  rows = seqs = B, context C;   step time = sum over nodes of count * t_node
+    prefill: rows = B * T at context max(T // 2, 1), the head at B rows; T = ``context``
+    t_node  = the cost model's node_time(flops, bytes, peak, bandwidth, launch)
+
+Throughput is tokens per second: B / time (decode), B * T / time (prefill). Capacity is the
+circuit's fit check, ``weights + B * (kv(C) + state) <= capacity * usable_fraction``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import units
+from ..errors import SpecError
+from .grid import int_axis, name_axis
+
+INPUTS = ("workload", "device", "precision", "tp", "context", "batch_size")
+OUTPUTS = ("latency_ms", "step_ms", "throughput_per_s", "latency_compute_ms",
+           "latency_memory_ms", "flops", "bytes_moved", "bottleneck",
+           "memory_footprint_bytes", "weights_bytes", "kv_bytes", "capacity_bytes",
+           "feasible", "reason")
+#: the circuit settings a sweep passes through (``roofkit.circuit.api`` keyword arguments)
+CIRCUIT_SETTINGS = ("kv_cache_dtype", "cost_model", "basis", "formats", "ssm_h_dtype")
+
+
+def circuit_settings(mode, *, precisions, contexts, tp, training, efficiency, options):
+    """Validate the decode/prefill arguments: (settings, precisions, contexts, tps)."""
+    if training:
+        raise SpecError(f"training=True belongs to mode='engine'; mode={mode!r} is inference")
+    if efficiency != 0.5:
+        raise SpecError(f"efficiency is the Engine equation's compute derating; mode={mode!r} "
+                        "costs nodes on the device roofline (basis='datasheet' or "
+                        "'calibrated')")
+    tps = int_axis("tp", tp, [1])
+    if (tps != 1).any():
+        raise SpecError(
+            f"tp={tps.tolist()}: the circuit's {mode} estimate is one device; tensor "
+            "parallelism (weights and KV sharded, all-reduces per layer) is modeled by "
+            "roofkit.serve, which does not evaluate arrays yet. Sweep tp=1 here")
+    if mode == "decode":
+        ctx = int_axis("contexts", contexts, [2048], minimum=0)
+    else:
+        ctx = int_axis("contexts", contexts, [2048])
+    precs = name_axis("precisions", precisions, [None])
+    settings = {"cost_model": "roofline", "basis": "datasheet", **{
+        k: v for k, v in options.items() if v is not None}}
+    formats = settings.get("formats")
+    if formats is not None:
+        settings["formats"] = dict(formats)
+    return settings, precs, ctx, tps
+
+
+class CircuitPass:
+    """Resolves the circuit plans lazily (cached on the registry) and evaluates groups."""
+
+    axis = "context"
+    inputs = INPUTS
+
+    def __init__(self, grid, registry):
+        from ..registry import resolve
+
+        self.mode = grid.mode
+        #: decode: the step is the inter-token latency; prefill: the time to first token
+        self.step = "itl_ms" if grid.mode == "decode" else "ttft_ms"
+        self.outputs = tuple(self.step if c == "step_ms" else c for c in OUTPUTS)
+        self.reg = resolve(registry)
+        s = dict(grid.settings)
+        self.kv = s.pop("kv_cache_dtype", None)
+        self.cost_model = s.pop("cost_model", "roofline")
+        self.settings = s  # basis, formats, ssm_h_dtype
+        self.workload = grid.workload
+        self.wname = self.reg.workload(grid.workload).name
+        self.devices = list(grid.devices)
+        self.dspecs = [self.reg.device(d) for d in grid.devices]
+        self.precs = list(grid.precisions)
+        self._labels: dict = {}
+
+    def output_kinds(self) -> dict[str, str]:
+        return {c: "text" if c in ("bottleneck", "reason") else
+                "bool" if c == "feasible" else "float" for c in self.outputs}
+
+    def meta(self) -> dict:
+        return {"mode": self.mode, "workload": self.wname, "kv_cache_dtype": self.kv,
+                "cost_model": self.cost_model, **self.settings,
+                "sample": "token"}
+
+    def _footprint(self, d: int, p: int):
+        from ..circuit import api
+
+        fs = {k: v for k, v in self.settings.items() if k in ("formats", "ssm_h_dtype",
+                                                                 "basis")}
+        return api.footprint(self.workload, self.devices[d], precision=self.precs[p],
+                             kv_cache_dtype=self.kv, registry=self.reg, **fs)
+
+    def labels(self, d: int, p: int) -> dict:
+        key = (d, p)
+        hit = self._labels.get(key)
+        if hit is None:
+            from ..circuit.model import build_model
+
+            prec = self.precs[p]
+            if prec is None:  # the workload's own default format
+                model = build_model(self.workload, self.reg, precision=None,
+                                    formats=self.settings.get("formats"),
+                                    kv_cache_dtype=self.kv,
+                                    ssm_h_dtype=self.settings.get("ssm_h_dtype"))
+                name = model.formats.fallback.name
+            else:
+                name = self.reg.precision(prec).name
+            hit = self._labels[key] = {"workload": self.wname,
+                                       "device": self.dspecs[d].name, "precision": name}
+        return hit
+
+    def run(self, d: int, p: int, tp: int, context: np.ndarray, batch: np.ndarray) -> dict:
+        from ..circuit import api
+
+        b = batch.astype(np.float64)
+        c = context.astype(np.float64)
+        kw = dict(precision=self.precs[p], kv_cache_dtype=self.kv, cost_model=self.cost_model,
+                  registry=self.reg, **self.settings)
+        if self.mode == "decode":
+            est = api.decode(self.workload, self.devices[d], batch=b, context=c, **kw)
+            tokens = b
+        else:
+            est = api.prefill(self.workload, self.devices[d], tokens=c, seqs=b, **kw)
+            tokens = b * c
+        time = np.broadcast_to(np.asarray(est.time, dtype=np.float64), b.shape)
+        bound = np.broadcast_to(np.asarray(est.bound), b.shape)
+        words, codes = np.unique(bound, return_inverse=True)
+
+        fp = self._footprint(d, p)
+        mem = self.dspecs[d].memory
+        usable = mem.capacity * mem.usable_fraction
+        required = fp.bytes(b, c)
+        per_batch = b * (fp.kv_bytes(c) + fp.state_per_seq)
+        feasible = required <= usable
+        dev = self.dspecs[d].name
+        usable_text = units.fmt(usable, "bytes")
+        where = (f"{dev}'s usable {usable_text} ({mem.usable_fraction:g} of "
+                 f"{units.fmt(mem.capacity, 'bytes')})")
+        if fp.weights > usable:
+            no = f"weights alone ({units.fmt(fp.weights, 'bytes')}) exceed {where}"
+        else:
+            no = (f"weights ({units.fmt(fp.weights, 'bytes')}) fit but weights + KV/state of "
+                  f"batch x context exceed {where}")
+        yes = f"fits: weights + KV/state within {where}"
+        return {
+            "latency_ms": time * 1e3,
+            self.step: time * 1e3,
+            "throughput_per_s": tokens / time,
+            "latency_compute_ms": np.broadcast_to(est.compute_time, b.shape) * 1e3,
+            "latency_memory_ms": np.broadcast_to(est.memory_time, b.shape) * 1e3,
+            "flops": np.broadcast_to(est.flops, b.shape),
+            "bytes_moved": np.broadcast_to(est.bytes, b.shape),
+            "bottleneck": (codes.reshape(-1), tuple(str(w) for w in words)),
+            "memory_footprint_bytes": np.broadcast_to(required, b.shape),
+            "weights_bytes": fp.weights,
+            "kv_bytes": np.broadcast_to(per_batch, b.shape),
+            "capacity_bytes": usable,
+            "feasible": np.broadcast_to(feasible, b.shape),
+            "reason": (np.broadcast_to(feasible, b.shape), yes, no),
+        }

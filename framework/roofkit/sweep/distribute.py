@@ -1,0 +1,125 @@
+"""Running a sweep on any ``concurrent.futures.Executor``: a process pool, a Dask client's
+``client.get_executor()``, a Ray pool.
+
+The grid is split into row ranges of ``chunk_size``; a work item carries only picklable
+things (the :class:`~roofkit.sweep.grid.Grid`: names, paths and integer arrays; the range;
+:class:`RegistrySettings`), each worker builds its own registry once per process (a
+``Registry`` is deliberately not picklable) and returns a :class:`SweepTable`; the parent
+concatenates the tables in row order, so the result equals the single-process one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from concurrent.futures import Executor
+from pathlib import Path
+
+from ..errors import RoofkitError
+
+
+class RegistrySettings:
+    """How to build a registry in another process: ``build_registry(**settings)``.
+
+    ``plugins`` are importable module names; ``spec_paths`` folders or files that every
+    worker can read. ``None`` fields mean the process default registry.
+    """
+
+    __slots__ = ("blocked", "entry_points", "plugins", "spec_paths")
+
+    def __init__(self, plugins=(), entry_points: bool = True, spec_paths=(), blocked=()):
+        bad = [p for p in plugins if not isinstance(p, str)]
+        if bad:
+            raise RoofkitError(f"RegistrySettings.plugins must be importable module names "
+                               f"(objects do not travel to workers), got {bad[0]!r}")
+        self.plugins = tuple(plugins)
+        self.entry_points = bool(entry_points)
+        self.spec_paths = tuple(str(Path(p)) for p in spec_paths)
+        self.blocked = tuple(blocked)
+
+    def _key(self):
+        return (self.plugins, self.entry_points, self.spec_paths, self.blocked)
+
+    def __eq__(self, other):
+        return isinstance(other, RegistrySettings) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __getstate__(self):
+        return self._key()
+
+    def __setstate__(self, state):
+        self.plugins, self.entry_points, self.spec_paths, self.blocked = state
+
+    def __repr__(self) -> str:
+        return (f"RegistrySettings(plugins={list(self.plugins)!r}, entry_points="
+                f"{self.entry_points!r}, spec_paths={list(self.spec_paths)!r}, "
+                f"blocked={list(self.blocked)!r})")
+
+    def build(self):
+        return _built(self)
+
+
+@functools.lru_cache(maxsize=8)
+def _built(settings: RegistrySettings):
+    from ..registry import build_registry
+
+    return build_registry(plugins=list(settings.plugins), entry_points=settings.entry_points,
+                          spec_paths=list(settings.spec_paths), blocked=settings.blocked)
+
+
+def local_registry(registry):
+    """A Registry (or None for the default) from what the caller passed as ``registry``."""
+    if isinstance(registry, RegistrySettings):
+        return registry.build()
+    return registry
+
+
+def portable_registry(registry):
+    """What travels to workers for ``registry``: None (the default registry) or settings."""
+    if registry is None or isinstance(registry, RegistrySettings):
+        return registry
+    from ..registry import default_registry
+
+    if default_registry.cache_info().currsize and registry is default_registry():
+        return None
+    raise RoofkitError(
+        "a Registry object cannot travel to executor workers (each process builds its own); "
+        "pass registry=roofkit.sweep.RegistrySettings(spec_paths=[...], plugins=['module']) "
+        "describing how to build it, or omit registry= for the default catalogue")
+
+
+def run_chunk(item):
+    """Worker entry point: evaluate one row range of a grid (module level, so picklable)."""
+    from .evaluate import evaluate
+
+    grid, start, stop, settings = item
+    registry = settings.build() if settings is not None else None
+    return evaluate(grid, start, stop, registry)
+
+
+def default_chunk_size(n: int, executor) -> int:
+    """About four chunks per worker (when the executor says how many), else 16 chunks."""
+    workers = getattr(executor, "_max_workers", None)
+    parts = 4 * workers if isinstance(workers, int) and workers > 0 else 16
+    return max(1, math.ceil(n / parts))
+
+
+def run(grid, executor: Executor, chunk_size: int | None, registry):
+    """Evaluate ``grid`` on ``executor`` in chunks; tables concatenated in row order."""
+    from .table import SweepTable
+
+    if not isinstance(executor, Executor) and not hasattr(executor, "submit"):
+        raise RoofkitError(f"executor must be a concurrent.futures.Executor (or have "
+                           f"submit()), got {type(executor).__name__}")
+    settings = portable_registry(registry)
+    size = chunk_size or default_chunk_size(len(grid), executor)
+    futures = [executor.submit(run_chunk, (grid, s, e, settings))
+               for s, e in grid.chunks(size)]
+    tables = [f.result() for f in futures]
+    if not tables:
+        from .evaluate import evaluate
+
+        return evaluate(grid, 0, 0, local_registry(registry))
+    return SweepTable.concat(tables)

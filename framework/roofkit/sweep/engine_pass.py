@@ -1,0 +1,187 @@
+"""The ``Engine.solve`` equation over arrays: one numpy pass per (device, precision) group.
+
+    T = max(F_batch / (eta * F_peak), W * (1 + 0.1 * B) / BW) + T_dispatch + L * T_layer * m
+
+with the same inputs as the scalar path (the engine's per-registry
+:class:`~roofkit.engine.facts.WorkloadFacts`, ``DeviceFacts`` and ``PrecisionFacts``) and the
+same floating-point operations in the same order, so each row equals
+``Engine.solve(workload, device, batch_size=b, precision=p, ...)`` bit for bit:
+
+* peak: the precision's slot on the device, else the device's default peak (``peak_fell_back``);
+* W = params * bytes_per_element; F_batch = flops * B in inference; in training
+  flops (* seq_len for token workloads) * 3 (4 with recomputation) * B, m = 3;
+* footprint: W in inference; in training the transformer formula of
+  :mod:`roofkit.engine.training_memory` (ZeRO, LoRA, recomputation) or 3 W (1.1 W LoRA);
+* BW: SRAM when W fits it, else flash when the device has one, else primary memory; host
+  offload at min(memory, host link) when the footprint exceeds capacity (``feasible`` false);
+* throughput B / T; MFU, HFU = F / T / F_peak capped at 1; energy TDP (0.3 + 0.7 HFU) T.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import units
+from ..engine import calibration as cal
+from ..engine.facts import cache_for
+
+_TRAFFIC = cal.ACTIVATION_TRAFFIC_PER_SAMPLE
+_IDLE = cal.ENERGY_IDLE_FRACTION
+_DYNAMIC = cal.ENERGY_DYNAMIC_FRACTION
+
+INPUTS = ("workload", "device", "precision", "seq_len", "batch_size", "efficiency")
+OUTPUTS = ("latency_ms", "latency_compute_ms", "latency_memory_ms", "latency_overhead_ms",
+           "throughput_per_s", "energy_j", "memory_footprint_bytes", "capacity_bytes",
+           "feasible", "reason", "bottleneck", "overhead_dominated", "mfu", "hfu",
+           "bandwidth_path", "peak_flops_per_s", "peak_slot", "peak_fell_back",
+           "bandwidth_bytes_per_s")
+
+
+def transformer_training_footprint(wf, element_bytes, batch, seq_len, zero, dp, lora,
+                                   recompute):
+    """:func:`roofkit.engine.training_memory.transformer_training_memory`'s ``total`` over
+    arrays of batch and seq_len (same operations, same order)."""
+    params = wf.params
+    weights = params * element_bytes
+    grads = params * element_bytes
+    optimizer = params * cal.ADAM_STATE_BYTES_PER_PARAM
+    if lora:
+        adapter = 2.0 * cal.LORA_RANK * wf.hidden * cal.LORA_PROJECTIONS_PER_LAYER * wf.layers
+        fraction = min(adapter / params, 1.0)
+        grads *= fraction
+        optimizer *= fraction
+    if zero >= 1:
+        optimizer /= dp
+    if zero >= 2:
+        grads /= dp
+    if zero >= 3:
+        weights /= dp
+    s, b, h = seq_len, batch, float(wf.hidden)
+    scale = element_bytes / cal.ACTIVATION_REFERENCE_ELEMENT_BYTES
+    if recompute:
+        per_layer = cal.ACTIVATION_BYTES_SBH_FULL_RECOMPUTE * s * b * h
+    else:
+        per_layer = (cal.ACTIVATION_BYTES_SBH * s * b * h
+                     + cal.ACTIVATION_BYTES_ATTENTION * wf.heads * s * s * b)
+    activations = wf.layers * per_layer * scale
+    return weights + grads + optimizer + activations
+
+
+class EnginePass:
+    """Resolves the engine's facts once, then evaluates groups of rows as arrays."""
+
+    mode = "engine"
+    axis = "seq_len"  # the context axis of this mode (a column only in training)
+
+    def __init__(self, grid, registry):
+        cache = cache_for(registry)
+        s = grid.settings
+        self.training = s["training"]
+        self.eff = s["efficiency"]
+        self.zero, self.dp = s["zero_stage"], s["dp_size"]
+        self.lora, self.recompute = s["lora"], s["recompute"]
+        self.wf = cache.workload(grid.workload)
+        self.devices = [cache.device(d) for d in grid.devices]
+        self.precs = [cache.precision(p) for p in grid.precisions]
+        self.inputs = tuple(c for c in INPUTS if c != "seq_len" or self.training)
+
+    def output_kinds(self) -> dict[str, str]:
+        text = ("reason", "bottleneck", "bandwidth_path", "peak_slot")
+        flags = ("feasible", "overhead_dominated", "peak_fell_back")
+        return {c: "text" if c in text else "bool" if c in flags else "float" for c in OUTPUTS}
+
+    def meta(self) -> dict:
+        return {"mode": "engine", "workload": self.wf.name, "efficiency": self.eff,
+                "training": self.training, "zero_stage": self.zero, "dp_size": self.dp,
+                "lora": self.lora, "recompute": self.recompute,
+                "sample": ("token" if self.wf.per_token and not self.training else
+                           "sequence" if self.wf.per_token else self.wf.sample)}
+
+    def labels(self, d: int, p: int) -> dict:
+        return {"workload": self.wf.name, "device": self.devices[d].name,
+                "precision": self.precs[p].name}
+
+    def run(self, d: int, p: int, tp: int, seq_len: np.ndarray, batch: np.ndarray) -> dict:
+        wf, df, prec, eff = self.wf, self.devices[d], self.precs[p], self.eff
+        peak, slot, fell_back = df.peak(prec)
+        weights = wf.params * prec.bytes_per_element
+        b = batch.astype(np.float64)
+        if self.training:
+            s = seq_len.astype(np.float64)
+            per_sample = wf.flops * s if wf.per_token else wf.flops
+            ops_model = per_sample * cal.TRAINING_FORWARD_EQUIVALENTS * b
+            fe = (cal.RECOMPUTE_FORWARD_EQUIVALENTS if self.recompute
+                  else cal.TRAINING_FORWARD_EQUIVALENTS)
+            ops_hw = per_sample * fe * b
+            if wf.transformer:
+                footprint = transformer_training_footprint(
+                    wf, prec.bytes_per_element, b, s, self.zero, self.dp, self.lora,
+                    self.recompute)
+            else:
+                multiple = (cal.GENERIC_LORA_WEIGHT_MULTIPLE if self.lora
+                            else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE)
+                footprint = np.full(len(b), weights * multiple)
+            launch = cal.TRAINING_LAUNCH_MULTIPLIER
+            what = f"{prec.name} training state"
+        else:
+            ops_model = ops_hw = wf.flops * b
+            footprint = np.full(len(b), weights)
+            launch = cal.INFERENCE_LAUNCH_MULTIPLIER
+            what = f"{prec.name} weights"
+
+        capacity = df.capacity
+        feasible = footprint <= capacity
+        if df.sram_bandwidth is not None and weights <= df.sram_capacity:
+            bw_fit, tier_fit = df.sram_bandwidth, "sram"
+        elif df.flash_bandwidth is not None:
+            bw_fit, tier_fit = df.flash_bandwidth, "flash"
+        else:
+            bw_fit, tier_fit = df.bandwidth, "memory"
+        host = df.host_bandwidth
+        bw_off = df.bandwidth if df.bandwidth < host else host
+        bw = np.where(feasible, bw_fit, bw_off)
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_compute = np.where(ops_hw > 0.0, ops_hw / (peak * eff), 0.0)
+            traffic = weights * (1.0 + _TRAFFIC * b)
+            t_memory = traffic / bw
+            t_overhead = df.dispatch + wf.layers * df.layer * launch
+            memory_bound = t_memory > t_compute
+            roof = np.where(memory_bound, t_memory, t_compute)
+            latency = roof + t_overhead
+            throughput = b / latency
+            mfu = np.minimum(ops_model / latency / peak, 1.0)
+            hfu = np.minimum(ops_hw / latency / peak, 1.0)
+            tdp = df.tdp
+            energy = (tdp * (_IDLE + _DYNAMIC * hfu) * latency if tdp > 0.0
+                      else np.zeros(len(b)))
+
+        cap_text = units.fmt(capacity, "bytes")
+        if self.training:
+            no = (f"needs more than {cap_text} ({what}; see memory_footprint_bytes) but "
+                  f"{df.name} has {cap_text}")
+        else:  # the words of Engine.sweep's omitted rows
+            no = f"needs {units.fmt(weights, 'bytes')} ({what}) but {df.name} has {cap_text}"
+        yes = f"fits: {what} within {df.name}'s {cap_text}"
+        return {
+            "efficiency": eff,
+            "latency_ms": latency * 1e3,
+            "latency_compute_ms": t_compute * 1e3,
+            "latency_memory_ms": t_memory * 1e3,
+            "latency_overhead_ms": t_overhead * 1e3,
+            "throughput_per_s": throughput,
+            "energy_j": energy,
+            "memory_footprint_bytes": footprint,
+            "capacity_bytes": capacity,
+            "feasible": feasible,
+            "reason": (feasible, yes, no),
+            "bottleneck": (memory_bound, "Memory", "Compute"),
+            "overhead_dominated": t_overhead > roof,
+            "mfu": mfu,
+            "hfu": hfu,
+            "bandwidth_path": (feasible, tier_fit, "offload"),
+            "peak_flops_per_s": peak,
+            "peak_slot": slot,
+            "peak_fell_back": fell_back,
+            "bandwidth_bytes_per_s": bw,
+        }

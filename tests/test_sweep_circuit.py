@@ -1,0 +1,133 @@
+"""roofkit.sweep(mode="decode" | "prefill"): the circuit's per-node estimates over arrays,
+equal to the scalar roofkit.decode / roofkit.prefill / roofkit.fits on random grids."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import roofkit
+from roofkit.errors import SpecError
+
+#: dense, MoE (routed experts), hybrid GatedDeltaNet, Mamba (state), sliding windows, MXFP4
+WORKLOADS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-next-80b-a3b",
+             "mamba-2.8b", "gemma-2-9b", "gpt-oss-20b", "deepseek-v3"]
+DEVICES = ["h100", "b200", "mi300x", "l4", "tpu-v5e", "jetson-orin-nano-8gb", "a100-40gb"]
+#: None: the workload's own formats; nvfp4 falls back to fp8/bf16 on devices without fp4
+PRECISIONS = [None, "bf16", "fp8", "nvfp4", "int4", "fp16"]
+
+
+def _close(a, b):
+    return a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+def _check(table, registry, mode, precisions, kv, inner):
+    """Every row against the scalar calls; ``inner`` rows (contexts x batches) per group."""
+    assert len(table) > 0
+    for i, row in enumerate(table):
+        # the grid's precision (None stays None), from the row's position: device-major
+        prec = precisions[(i // inner) % len(precisions)]
+        kw = dict(precision=prec, kv_cache_dtype=kv, registry=registry)
+        b, c = row["batch_size"], row["context"]
+        if mode == "decode":
+            est = roofkit.decode(row["workload"], row["device"], batch=b, context=c, **kw)
+            step, tokens = row["itl_ms"], b
+        else:
+            est = roofkit.prefill(row["workload"], row["device"], tokens=c, seqs=b, **kw)
+            step, tokens = row["ttft_ms"], b * c
+        assert _close(row["latency_ms"], est.time * 1e3) and step == row["latency_ms"]
+        assert _close(row["throughput_per_s"], tokens / est.time)
+        assert _close(row["latency_compute_ms"], est.compute_time * 1e3)
+        assert _close(row["latency_memory_ms"], est.memory_time * 1e3)
+        assert _close(row["flops"], est.flops) and _close(row["bytes_moved"], est.bytes)
+        assert row["bottleneck"] == est.bound
+        fit = roofkit.fits(row["workload"], row["device"], seqs=b, context=c, **kw)
+        assert row["feasible"] == fit.fits
+        assert _close(row["memory_footprint_bytes"], fit.required)
+        assert _close(row["capacity_bytes"], fit.usable)
+        assert _close(row["weights_bytes"], fit.weights)
+        assert _close(row["kv_bytes"], fit.kv_bytes + fit.state_bytes)
+        assert row["reason"].startswith("fits") == fit.fits
+
+
+grid = dict(
+    workload=st.sampled_from(WORKLOADS),
+    devices=st.lists(st.sampled_from(DEVICES), min_size=1, max_size=2, unique=True),
+    precisions=st.lists(st.sampled_from(PRECISIONS), min_size=1, max_size=2, unique=True),
+    batches=st.lists(st.integers(1, 4096), min_size=1, max_size=3),
+    kv=st.sampled_from([None, "fp8", "bf16"]),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**grid, contexts=st.lists(st.integers(0, 131072), min_size=1, max_size=3))
+def test_decode_rows_equal_the_scalar_decode(registry, workload, devices, precisions, batches,
+                                             kv, contexts):
+    t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts, mode="decode",
+                      kv_cache_dtype=kv, registry=registry)
+    assert len(t) == len(devices) * len(precisions) * len(batches) * len(contexts)
+    _check(t, registry, "decode", precisions, kv, len(batches) * len(contexts))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**grid, contexts=st.lists(st.integers(1, 32768), min_size=1, max_size=3))
+def test_prefill_rows_equal_the_scalar_prefill(registry, workload, devices, precisions,
+                                               batches, kv, contexts):
+    t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts,
+                      mode="prefill", kv_cache_dtype=kv, registry=registry)
+    _check(t, registry, "prefill", precisions, kv, len(batches) * len(contexts))
+
+
+def test_decode_table_has_inputs_itl_and_feasibility(registry):
+    t = roofkit.sweep("llama-3.1-70b", ["h100", "b200"], ["fp8"], [1, 64], contexts=[2048],
+                      mode="decode", registry=registry)
+    assert t.columns[:6] == ["workload", "device", "precision", "tp", "context", "batch_size"]
+    assert {"itl_ms", "throughput_per_s", "memory_footprint_bytes", "feasible",
+            "reason"} <= set(t.columns)
+    assert len(t.where("itl_ms <= 1000", "fits")) >= 1
+
+
+def test_infeasible_points_say_why(registry):
+    t = roofkit.sweep("llama-3.1-70b", ["l4", "b200"], ["bf16"], [1, 4096], contexts=[131072],
+                      mode="decode", registry=registry)
+    reasons = dict(zip(zip(t["device"], t["batch_size"], strict=True), t["reason"], strict=True))
+    assert reasons[("l4", 1)].startswith("weights alone")
+    assert "KV/state" in reasons[("b200", 4096)] and not reasons[("b200", 4096)].startswith(
+        "fits")
+
+
+def test_precision_none_is_labelled_with_the_workload_format(registry):
+    t = roofkit.sweep("gpt-oss-20b", ["h100"], None, [1], contexts=[128], mode="decode",
+                      registry=registry)
+    assert t["precision"].tolist() == [roofkit.build_registry(entry_points=False).precision(
+        registry.workload("gpt-oss-20b").formats.get("default", "bf16")).name]
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"tp": [2]}, "tensor parallelism"),
+    ({"training": True}, "training"),
+    ({"efficiency": 0.7}, "efficiency"),
+    ({"contexts": [-1]}, ">= 0"),
+])
+def test_decode_refuses_what_it_does_not_model(registry, kwargs, match):
+    with pytest.raises(SpecError, match=match):
+        roofkit.sweep("llama-3.1-8b", ["h100"], mode="decode", registry=registry, **kwargs)
+
+
+def test_engine_mode_refuses_circuit_settings(registry):
+    with pytest.raises(SpecError, match="kv_cache_dtype"):
+        roofkit.sweep("llama-3.1-8b", ["h100"], kv_cache_dtype="fp8", registry=registry)
+
+
+def test_prefill_context_zero_is_refused(registry):
+    with pytest.raises(SpecError, match=">= 1"):
+        roofkit.sweep("llama-3.1-8b", ["h100"], contexts=[0], mode="prefill",
+                      registry=registry)
+
+
+def test_hundred_thousand_decode_points_in_one_call(registry):
+    t = roofkit.sweep("llama-3.1-70b", ["h100", "b200"], ["fp8"], np.arange(1, 5001),
+                      contexts=[1024, 8192, 32768, 131072, 0, 4096, 2048, 512, 256, 128],
+                      mode="decode", registry=registry)
+    assert len(t) == 100_000
+    assert np.isfinite(t["itl_ms"]).all()

@@ -1,0 +1,88 @@
+"""sweep(..., executor=...): chunks of the grid on any concurrent.futures.Executor,
+concatenated in row order, equal to the in-process result."""
+
+import multiprocessing
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+
+import pytest
+
+import roofkit
+from roofkit.errors import RoofkitError
+from roofkit.sweep import RegistrySettings
+
+GRID = dict(workload="llama-3.1-8b", devices=["h100", "l4", "esp32-s3"],
+            precisions=["fp16", "fp8", "nvfp4"], batch_sizes=list(range(1, 41)))
+
+
+class InlineExecutor(Executor):
+    """Runs each task at submit; records how many it got (a stand-in for a cluster)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        import pickle
+
+        self.calls += 1
+        fut = Future()
+        args = pickle.loads(pickle.dumps(args))  # what a remote worker would receive
+        fut.set_result(pickle.loads(pickle.dumps(fn(*args, **kwargs))))
+        return fut
+
+
+def test_process_pool_gives_the_same_table_as_one_process():
+    settings = RegistrySettings(entry_points=False)
+    local = roofkit.sweep(**GRID, registry=settings)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
+        remote = roofkit.sweep(**GRID, executor=pool, chunk_size=70, registry=settings)
+    assert len(remote) == len(local) == 360
+    assert remote.to_dict() == local.to_dict()
+    assert remote.meta == local.meta
+
+
+def test_chunks_split_groups_and_keep_row_order():
+    ex = InlineExecutor()
+    settings = RegistrySettings(entry_points=False)
+    grid = GRID | {"precisions": ["fp8", "bf16"]}
+    t = roofkit.sweep(**grid, mode="decode", contexts=[128, 4096], executor=ex,
+                      chunk_size=33, registry=settings)
+    local = roofkit.sweep(**grid, mode="decode", contexts=[128, 4096], registry=settings)
+    assert ex.calls == -(-len(local) // 33)
+    assert t.to_dict() == local.to_dict()
+
+
+def test_default_chunks_are_four_per_worker():
+    from roofkit.sweep.distribute import default_chunk_size
+
+    class Pool(InlineExecutor):
+        _max_workers = 2
+
+    assert default_chunk_size(800, Pool()) == 100
+    assert default_chunk_size(800, InlineExecutor()) == 50
+
+
+def test_a_registry_object_does_not_travel(registry):
+    with pytest.raises(RoofkitError, match="RegistrySettings"):
+        roofkit.sweep(**GRID, executor=InlineExecutor(), registry=registry)
+
+
+def test_registry_settings_pickle_and_refuse_plugin_objects():
+    import pickle
+
+    s = RegistrySettings(plugins=["roofkit_builtins.precisions"], entry_points=False,
+                         spec_paths=["specs"])
+    assert pickle.loads(pickle.dumps(s)) == s
+    with pytest.raises(RoofkitError, match="module names"):
+        RegistrySettings(plugins=[object()])
+
+
+def test_worker_errors_reach_the_caller():
+    with pytest.raises(roofkit.UnknownNameError, match="h100"):
+        roofkit.sweep("llama-3.1-8b", ["h10"], executor=InlineExecutor(),
+                      registry=RegistrySettings(entry_points=False))
+
+
+def test_an_executor_must_submit():
+    with pytest.raises(RoofkitError, match="Executor"):
+        roofkit.sweep(**GRID, executor=object())
