@@ -174,7 +174,7 @@ def test_to_json_writes_records_or_columns_with_null_for_nan(table, tmp_path):
 
 
 def test_to_pandas_keeps_columns_and_categories(table):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     df = table.to_pandas()
     assert list(df.columns) == table.columns
     assert isinstance(df["device"].dtype, pd.CategoricalDtype)
