@@ -21,7 +21,8 @@ def _int_list(text: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {text!r}") from None
     if not out:
         raise argparse.ArgumentTypeError("expected at least one integer")
     return out
@@ -51,6 +52,10 @@ def register(sub) -> None:
     p.add_argument("--recompute", action="store_true", help="full activation recomputation")
     p.add_argument("--enforce-fit", action="store_true",
                    help="exit 2 when the footprint does not fit the device")
+    p.add_argument("--cost-model", default=None, metavar="NAME",
+                   help="cost a template workload's inference through its circuit with this "
+                        "cost model (roofline, roofline_launch) instead of the reference "
+                        "equation; --seq-len is then the decode context")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_solve)
 
@@ -65,6 +70,9 @@ def register(sub) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true")
     out.add_argument("--json", action="store_true")
+    from ..sweep import cli as sweep_cli  # --where/--pareto/--best-by/--mode/--context/--tp
+
+    sweep_cli.add_arguments(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("workloads", help="list the workload catalogue with derived counts")
@@ -80,7 +88,7 @@ def cmd_solve(args) -> int:
         args.workload, args.device, batch_size=args.batch_size, precision=args.precision,
         efficiency=args.efficiency, is_training=args.train, seq_len=args.seq_len,
         zero_stage=args.zero_stage, dp_size=args.dp_size, is_lora=args.lora,
-        activation_recomputation=args.recompute, registry=reg)
+        activation_recomputation=args.recompute, cost_model=args.cost_model, registry=reg)
     if args.json:
         common.print_json(profile.to_dict())
     else:
@@ -90,7 +98,8 @@ def cmd_solve(args) -> int:
             print(f"  {line}")
         print(f"\nbasis: {profile.basis}")
     if args.enforce_fit and not profile.feasible:
-        print(f"roofkit: does not fit: {profile.trace[0]}", file=sys.stderr)
+        print(f"roofkit: does not fit (--enforce-fit, exit 2): {profile.trace[0]}",
+              file=sys.stderr)
         return 2
     return 0
 
@@ -113,8 +122,11 @@ def _flat(row) -> dict:
 
 def cmd_sweep(args) -> int:
     from ..engine import Engine
+    from ..sweep import cli as sweep_cli
 
     reg = common.registry(args)
+    if sweep_cli.wanted(args):  # query flags: the columnar roofkit.sweep path
+        return sweep_cli.run(args, reg)
     rows = Engine.sweep(args.workload, args.devices, args.batch_sizes, args.precisions,
                         efficiency=args.efficiency, include_infeasible=args.include_infeasible,
                         registry=reg)
@@ -174,7 +186,12 @@ def cmd_workloads(args) -> int:
         return 0
 
     def count(v):
-        return "-" if v is None else f"{v / 1e9:.3f} B" if v >= 1e8 else f"{v / 1e6:.2f} M"
+        if v is None:
+            return "-"
+        for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+            if v >= scale:
+                return f"{v / scale:.4g} {unit}"
+        return f"{v:g}"
 
     table = [[r["name"], r["domain"], r["kind"], count(r["params"]),
               count(r["active_params"]) if r["active_params"] != r["params"] else "",
@@ -182,8 +199,11 @@ def cmd_workloads(args) -> int:
               r["flops_per"] or "", r["layers"] or "-"] for r in rows]
     print(common.table(table, ["workload", "domain", "kind", "params", "active", "FLOPs",
                                "per", "layers"], "lllrrrll"))
+    print(f"\n{len(rows)} workloads; FLOPs are forward FLOPs per token (templates) or per "
+          "declared sample (generic).")
     errors = [r for r in rows if r.get("error")]
-    print(f"\n{len(rows)} workloads.")
-    for r in errors:
-        print(f"  {r['name']}: {r['error']}", file=sys.stderr)
+    if errors:
+        print(f"{len(errors)} workload(s) could not be derived:", file=sys.stderr)
+        for r in errors:
+            print(f"  {r['name']}: {r['error']}", file=sys.stderr)
     return 0

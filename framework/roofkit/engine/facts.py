@@ -22,8 +22,20 @@ class WorkloadFacts:
     workload, one declared sample (an image, an utterance…) for a generic one.
     """
 
-    __slots__ = ("spec", "name", "params", "active_params", "flops", "layers", "per_token",
-                 "sample", "hidden", "heads", "transformer", "source")
+    __slots__ = (
+        "active_params",
+        "flops",
+        "heads",
+        "hidden",
+        "layers",
+        "name",
+        "params",
+        "per_token",
+        "sample",
+        "source",
+        "spec",
+        "transformer",
+    )
 
     def __init__(self, spec, *, params, active_params, flops, layers, per_token, sample,
                  hidden=None, heads=None, source=""):
@@ -45,12 +57,29 @@ class WorkloadFacts:
 class DeviceFacts:
     """A device reduced to SI floats: peaks per slot, memory tiers, overheads, TDP."""
 
-    __slots__ = ("spec", "name", "peaks", "default_slot", "default_peak", "capacity",
-                 "bandwidth", "sram_capacity", "sram_bandwidth", "flash_bandwidth",
-                 "host_bandwidth", "host_link_declared", "tdp", "dispatch", "layer", "_peak_of")
+    __slots__ = (
+        "_peak_of",
+        "bandwidth",
+        "capacity",
+        "default_peak",
+        "default_slot",
+        "dispatch",
+        "flash_bandwidth",
+        "host_bandwidth",
+        "host_link_declared",
+        "layer",
+        "name",
+        "origin",
+        "peaks",
+        "spec",
+        "sram_bandwidth",
+        "sram_capacity",
+        "tdp",
+    )
 
-    def __init__(self, spec):
+    def __init__(self, spec, origin: str = ""):
         self.spec = spec
+        self.origin = origin
         self.name = spec.name
         self.peaks = dict(spec.compute)
         self.default_slot = spec.default_slot
@@ -85,7 +114,7 @@ class DeviceFacts:
 
 
 class PrecisionFacts:
-    __slots__ = ("precision", "name", "bytes_per_element", "slot")
+    __slots__ = ("bytes_per_element", "name", "precision", "slot")
 
     def __init__(self, precision):
         self.precision = precision
@@ -160,14 +189,25 @@ class EngineCache:
                 spec = self.registry.device(ref)
                 hit = self.by_id.get(id(spec))
                 if hit is None or hit.spec is not spec:
-                    hit = self.by_id[id(spec)] = DeviceFacts(spec)
+                    hit = self.by_id[id(spec)] = DeviceFacts(spec, self._origin(spec, ref))
                 self.devices[ref] = hit
             return hit
         hit = self.by_id.get(id(ref))
         if hit is None or hit.spec is not ref:
             spec = self.registry.device(ref)
-            hit = self.by_id[id(ref)] = DeviceFacts(spec)
+            hit = self.by_id[id(ref)] = DeviceFacts(spec, self._origin(spec, None))
         return hit
+
+    def _origin(self, spec, ref) -> str:
+        """The file a device spec came from (for the basis line)."""
+        devices = self.registry.catalogues.get("devices")
+        if devices is not None and spec.name in devices:
+            entry = devices.entry(spec.name)
+            if entry.obj is spec:
+                return str(entry.origin)
+        if isinstance(ref, str | Path):
+            return str(Path(ref).resolve())
+        return "a spec object passed by the caller"
 
     # -- precisions ----------------------------------------------------------------------
     def precision(self, name) -> PrecisionFacts:

@@ -27,15 +27,39 @@ class PerformanceProfile:
     """
 
     __slots__ = (
-        "_t", "_tc", "_tm", "_to", "_thr", "_energy", "_footprint", "mfu", "hfu",
-        "bottleneck", "feasible", "overhead_dominated", "_bw", "_tier", "_peak", "_slot",
-        "_fell_back", "_ops_model", "_ops_hw", "_traffic", "_weights", "_wf", "_df", "_prec",
-        "_inputs", "_parts", "_q",
+        "_bw",
+        "_df",
+        "_energy",
+        "_fell_back",
+        "_footprint",
+        "_inputs",
+        "_ops_hw",
+        "_ops_model",
+        "_parts",
+        "_peak",
+        "_prec",
+        "_q",
+        "_route",
+        "_slot",
+        "_t",
+        "_tc",
+        "_thr",
+        "_tier",
+        "_tm",
+        "_to",
+        "_traffic",
+        "_weights",
+        "_wf",
+        "bottleneck",
+        "feasible",
+        "hfu",
+        "mfu",
+        "overhead_dominated",
     )
 
     def __init__(self, t, tc, tm, to, thr, energy, footprint, mfu, hfu, bottleneck, feasible,
                  overhead_dominated, bw, tier, peak, slot, fell_back, ops_model, ops_hw,
-                 traffic, weights, wf, df, prec, inputs, parts):
+                 traffic, weights, wf, df, prec, inputs, parts, route=None):
         self._t = t
         self._tc = tc
         self._tm = tm
@@ -62,6 +86,7 @@ class PerformanceProfile:
         self._prec = prec
         self._inputs = inputs
         self._parts = parts
+        self._route = route  # (trace, basis, sample) of a cost-model route, else None
         self._q = None
 
     # -- quantities (lazy) -----------------------------------------------------------------
@@ -161,8 +186,10 @@ class PerformanceProfile:
     @property
     def sample(self) -> str:
         """What one sample of ``throughput`` is."""
+        if self._route is not None:
+            return self._route[2]
         wf = self._wf
-        batch, _, _, training, seq_len = self._inputs[:5]
+        training, seq_len = self._inputs[3], self._inputs[4]
         if wf.per_token:
             if training:
                 return f"sequence of {seq_len} tokens"
@@ -191,12 +218,18 @@ class PerformanceProfile:
     @property
     def trace(self) -> list[str]:
         """One line per limit checked, with the numbers that decided it."""
+        if self._route is not None:
+            return list(self._route[0])
         wf, df, prec = self._wf, self._df, self._prec
-        (batch, precision, eff, training, seq_len, zero, dp, lora, recompute,
-         _raise) = self._inputs
+        batch, _, eff, training, seq_len, zero, dp, lora, recompute, _ = self._inputs
         fmt = units.fmt
         lines = []
-        what = "training state" if training else "weights only (no KV cache)"
+        if training:
+            what = "training state"
+        elif wf.per_token:
+            what = "weights only; no KV cache"
+        else:
+            what = "weights"
         verdict = "fits" if self.feasible else "DOES NOT FIT"
         rel = "<=" if self.feasible else ">"
         lines.append(f"capacity: needs {fmt(self._footprint, 'bytes')} ({what}, {prec.name} "
@@ -211,7 +244,8 @@ class PerformanceProfile:
                 f"dp_size {dp}{', LoRA' if lora else ''}"
                 f"{', full recomputation' if recompute else ''})")
         elif training:
-            mult = cal.GENERIC_LORA_WEIGHT_MULTIPLE if lora else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE
+            mult = (cal.GENERIC_LORA_WEIGHT_MULTIPLE if lora
+                    else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE)
             note = "" if zero == 0 else "; ZeRO sharding applies to the transformer formula only"
             lines.append(f"training memory: {mult:g} x weights {fmt(self._weights, 'bytes')} "
                          f"(no transformer dims{', LoRA' if lora else ''}){note}")
@@ -222,12 +256,14 @@ class PerformanceProfile:
                           f"peak ({df.default_slot}) is used")
         lines.append(peak_line)
         lines.append(f"bandwidth path: {self._bandwidth_text()}")
+        unit = "token" if wf.per_token else "sample"
+        work = f"{fmt(wf.flops, 'compute')}/{unit} x batch {batch}"
         if training:
-            fe = cal.RECOMPUTE_FORWARD_EQUIVALENTS if recompute else cal.TRAINING_FORWARD_EQUIVALENTS
+            fe = (cal.RECOMPUTE_FORWARD_EQUIVALENTS if recompute
+                  else cal.TRAINING_FORWARD_EQUIVALENTS)
             per = f" x seq_len {seq_len}" if wf.per_token else ""
-            work = f"{fe} forward-equivalents x {fmt(wf.flops, 'compute')}/{'token' if wf.per_token else 'sample'}{per} x batch {batch}"
-        else:
-            work = f"{fmt(wf.flops, 'compute')}/{'token' if wf.per_token else 'sample'} x batch {batch}"
+            work = (f"{fe} forward-equivalents x {fmt(wf.flops, 'compute')}/{unit}{per} x "
+                    f"batch {batch}")
         lines.append(f"compute term: {work} = {fmt(self._ops_hw, 'compute')} / "
                      f"{fmt(self._peak * eff, 'throughput')} = {fmt(self._tc, 'time')}")
         lines.append(f"memory term: W {fmt(self._weights, 'bytes')} x (1 + "
@@ -242,8 +278,8 @@ class PerformanceProfile:
                  else "compute term >= memory term")
         od = (f"; overhead {fmt(self._to, 'time')} exceeds both terms (overhead dominated)"
               if self.overhead_dominated else "")
-        lines.append(f"bound: {self.bottleneck} ({bound}){od}; latency "
-                     f"{fmt(self._t, 'time')}, throughput {self._thr:.6g} {self._sample_plural()}/s")
+        lines.append(f"bound: {self.bottleneck} ({bound}){od}; latency {fmt(self._t, 'time')}, "
+                     f"throughput {self._thr:.6g} {self._sample_plural()}/s")
         lines.append(f"utilization: MFU {self.mfu:.4f}, HFU {self.hfu:.4f} of the "
                      f"{self._slot} peak")
         if df.tdp > 0:
@@ -255,9 +291,11 @@ class PerformanceProfile:
         return lines
 
     def _sample_plural(self) -> str:
-        wf = self._wf
-        if wf.per_token:
-            return "sequences" if self._inputs[3] else "tokens"
+        sample = self.sample
+        if sample.startswith("token"):
+            return "tokens"
+        if sample.startswith("sequence"):
+            return "sequences"
         return "samples"
 
     def _bandwidth_text(self) -> str:
@@ -280,6 +318,8 @@ class PerformanceProfile:
     @property
     def basis(self) -> str:
         """Where the device numbers come from: the spec fields used and their provenance."""
+        if self._route is not None:
+            return self._route[1]
         df, prec = self._df, self._prec
         spec = df.spec
         prov = spec.provenance
@@ -288,7 +328,7 @@ class PerformanceProfile:
             entry = prov.get(path) or prov.get(path.split(".")[0]) or "no provenance"
             return f"{path} ({entry})"
 
-        parts = [f"device {df.name} datasheet ceilings from {self._origin()}"]
+        parts = [f"device {df.name}: datasheet ceilings from {df.origin or 'its spec'}"]
         peak = src(f"compute.{self._slot}")
         if self._fell_back:
             peak += (f" as the default peak: {df.name} lists no {prec.slot} peak for "
@@ -311,9 +351,6 @@ class PerformanceProfile:
         parts.append(f"efficiency {self._inputs[2]:g} declared, not measured")
         parts.append(f"workload {self._wf.name}: {self._wf.source}")
         return "; ".join(parts)
-
-    def _origin(self) -> str:
-        return f"spec {self._df.name}"
 
     # -- output ----------------------------------------------------------------------------
     def to_dict(self) -> dict:

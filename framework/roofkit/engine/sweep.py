@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import units
+from ..errors import SpecError
 from . import calibration as cal
 from . import validation
 from .facts import cache_for
@@ -85,7 +86,7 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     eff = validation.efficiency(efficiency)
     b = np.asarray(batch_sizes)
     if b.ndim != 1 or not np.issubdtype(b.dtype, np.integer) or (b < 1).any():
-        raise validation.SpecError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
+        raise SpecError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
                                    f"{batch_sizes!r}")
     cache = cache_for(registry)
     wf, df, prec = cache.workload(model), cache.device(hardware), cache.precision(precision)

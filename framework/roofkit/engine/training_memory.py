@@ -46,7 +46,8 @@ def transformer_training_memory(params: float, element_bytes: float, *, layers: 
     if recompute:
         per_layer = cal.ACTIVATION_BYTES_SBH_FULL_RECOMPUTE * s * b * h
     else:
-        per_layer = cal.ACTIVATION_BYTES_SBH * s * b * h + cal.ACTIVATION_BYTES_ATTENTION * heads * s * s * b
+        per_layer = (cal.ACTIVATION_BYTES_SBH * s * b * h
+                     + cal.ACTIVATION_BYTES_ATTENTION * heads * s * s * b)
     activations = layers * per_layer * scale
     return {"weights": weights, "gradients": grads, "optimizer": optimizer,
             "activations": activations, "total": weights + grads + optimizer + activations}
