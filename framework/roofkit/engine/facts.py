@@ -69,6 +69,7 @@ class DeviceFacts:
         "host_link_declared",
         "layer",
         "name",
+        "offload_bandwidth",
         "origin",
         "peaks",
         "spec",
@@ -94,10 +95,21 @@ class DeviceFacts:
         self.host_link_declared = spec.host_link is not None
         self.host_bandwidth = (spec.host_link.bandwidth if spec.host_link is not None
                                else cal.DEFAULT_HOST_LINK_BANDWIDTH)
+        # offload charges all traffic at the limiting link
+        self.offload_bandwidth = min(self.bandwidth, self.host_bandwidth)
         self.tdp = spec.power.tdp if spec.power.tdp is not None else 0.0
         self.dispatch = spec.overheads.dispatch
         self.layer = spec.overheads.layer
         self._peak_of: dict[str, tuple[float, str, bool]] = {}
+
+    def resident_path(self, weights: float) -> tuple[float, str]:
+        """(bandwidth, tier) when the footprint fits: weights resident in SRAM, else streamed
+        from flash where the device has it, else primary memory."""
+        if self.sram_bandwidth is not None and weights <= self.sram_capacity:
+            return self.sram_bandwidth, "sram"
+        if self.flash_bandwidth is not None:
+            return self.flash_bandwidth, "flash"
+        return self.bandwidth, "memory"
 
     def peak(self, prec: PrecisionFacts) -> tuple[float, str, bool]:
         """(FLOP/s, slot used, fell back?) for a precision: its own slot's peak, or, as the

@@ -107,21 +107,14 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
     capacity = df.capacity
     feasible = footprint <= capacity
     if feasible:
-        sram_bw = df.sram_bandwidth
-        if sram_bw is not None and weights <= df.sram_capacity:
-            bw, tier = sram_bw, "sram"
-        elif df.flash_bandwidth is not None:
-            bw, tier = df.flash_bandwidth, "flash"
-        else:
-            bw, tier = df.bandwidth, "memory"
+        bw, tier = df.resident_path(weights)
     else:
         if raise_errors:
             raise OOMError(
                 f"{wf.name} needs {units.fmt(footprint, 'bytes')} "
                 f"({'training state' if training else 'weights'} at {prec.name}) but "
                 f"{df.name} has {units.fmt(capacity, 'bytes')}", footprint, capacity)
-        host = df.host_bandwidth
-        bw, tier = (df.bandwidth if df.bandwidth < host else host), "offload"
+        bw, tier = df.offload_bandwidth, "offload"
 
     t_compute = ops_hw / (peak * eff) if ops_hw > 0.0 else 0.0
     traffic = weights * (1.0 + _TRAFFIC * batch)

@@ -93,15 +93,7 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     peak, slot, fell_back = df.peak(prec)
     weights = wf.params * prec.bytes_per_element
     feasible = weights <= df.capacity
-    if feasible:
-        if df.sram_bandwidth is not None and weights <= df.sram_capacity:
-            bw, tier = df.sram_bandwidth, "sram"
-        elif df.flash_bandwidth is not None:
-            bw, tier = df.flash_bandwidth, "flash"
-        else:
-            bw, tier = df.bandwidth, "memory"
-    else:
-        bw, tier = min(df.bandwidth, df.host_bandwidth), "offload"
+    bw, tier = df.resident_path(weights) if feasible else (df.offload_bandwidth, "offload")
     bf = b.astype(np.float64)
     ops = wf.flops * bf
     t_compute = ops / (peak * eff)

@@ -26,7 +26,8 @@ def transformer_training_memory(params: float, element_bytes: float, *, layers: 
                                 zero_stage: int, dp_size: int, lora: bool,
                                 recompute: bool) -> dict[str, float]:
     """Per-device training bytes by component (``weights``, ``gradients``, ``optimizer``,
-    ``activations``) and their ``total``."""
+    ``activations``) and their ``total``. ``batch`` and ``seq_len`` may be numpy arrays
+    (the vectorized sweep calls this same function)."""
     weights = params * element_bytes
     grads = params * element_bytes
     optimizer = params * cal.ADAM_STATE_BYTES_PER_PARAM
@@ -41,7 +42,7 @@ def transformer_training_memory(params: float, element_bytes: float, *, layers: 
         grads /= dp_size
     if zero_stage >= 3:
         weights /= dp_size
-    s, b, h = float(seq_len), float(batch), float(hidden)
+    s, b, h = seq_len * 1.0, batch * 1.0, float(hidden)
     scale = element_bytes / cal.ACTIVATION_REFERENCE_ELEMENT_BYTES
     if recompute:
         per_layer = cal.ACTIVATION_BYTES_SBH_FULL_RECOMPUTE * s * b * h

@@ -24,6 +24,7 @@ import numpy as np
 from .. import units
 from ..engine import calibration as cal
 from ..engine.facts import cache_for
+from ..engine.training_memory import transformer_training_memory
 
 _TRAFFIC = cal.ACTIVATION_TRAFFIC_PER_SAMPLE
 _IDLE = cal.ENERGY_IDLE_FRACTION
@@ -35,36 +36,6 @@ OUTPUTS = ("latency_ms", "latency_compute_ms", "latency_memory_ms", "latency_ove
            "feasible", "reason", "bottleneck", "overhead_dominated", "mfu", "hfu",
            "bandwidth_path", "peak_flops_per_s", "peak_slot", "peak_fell_back",
            "bandwidth_bytes_per_s")
-
-
-def transformer_training_footprint(wf, element_bytes, batch, seq_len, zero, dp, lora,
-                                   recompute):
-    """:func:`roofkit.engine.training_memory.transformer_training_memory`'s ``total`` over
-    arrays of batch and seq_len (same operations, same order)."""
-    params = wf.params
-    weights = params * element_bytes
-    grads = params * element_bytes
-    optimizer = params * cal.ADAM_STATE_BYTES_PER_PARAM
-    if lora:
-        adapter = 2.0 * cal.LORA_RANK * wf.hidden * cal.LORA_PROJECTIONS_PER_LAYER * wf.layers
-        fraction = min(adapter / params, 1.0)
-        grads *= fraction
-        optimizer *= fraction
-    if zero >= 1:
-        optimizer /= dp
-    if zero >= 2:
-        grads /= dp
-    if zero >= 3:
-        weights /= dp
-    s, b, h = seq_len, batch, float(wf.hidden)
-    scale = element_bytes / cal.ACTIVATION_REFERENCE_ELEMENT_BYTES
-    if recompute:
-        per_layer = cal.ACTIVATION_BYTES_SBH_FULL_RECOMPUTE * s * b * h
-    else:
-        per_layer = (cal.ACTIVATION_BYTES_SBH * s * b * h
-                     + cal.ACTIVATION_BYTES_ATTENTION * wf.heads * s * s * b)
-    activations = wf.layers * per_layer * scale
-    return weights + grads + optimizer + activations
 
 
 class EnginePass:
@@ -114,9 +85,10 @@ class EnginePass:
                   else cal.TRAINING_FORWARD_EQUIVALENTS)
             ops_hw = per_sample * fe * b
             if wf.transformer:
-                footprint = transformer_training_footprint(
-                    wf, prec.bytes_per_element, b, s, self.zero, self.dp, self.lora,
-                    self.recompute)
+                footprint = transformer_training_memory(
+                    wf.params, prec.bytes_per_element, layers=wf.layers, hidden=wf.hidden,
+                    heads=wf.heads, batch=b, seq_len=s, zero_stage=self.zero,
+                    dp_size=self.dp, lora=self.lora, recompute=self.recompute)["total"]
             else:
                 multiple = (cal.GENERIC_LORA_WEIGHT_MULTIPLE if self.lora
                             else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE)
@@ -131,15 +103,8 @@ class EnginePass:
 
         capacity = df.capacity
         feasible = footprint <= capacity
-        if df.sram_bandwidth is not None and weights <= df.sram_capacity:
-            bw_fit, tier_fit = df.sram_bandwidth, "sram"
-        elif df.flash_bandwidth is not None:
-            bw_fit, tier_fit = df.flash_bandwidth, "flash"
-        else:
-            bw_fit, tier_fit = df.bandwidth, "memory"
-        host = df.host_bandwidth
-        bw_off = df.bandwidth if df.bandwidth < host else host
-        bw = np.where(feasible, bw_fit, bw_off)
+        bw_fit, tier_fit = df.resident_path(weights)
+        bw = np.where(feasible, bw_fit, df.offload_bandwidth)
 
         with np.errstate(divide="ignore", invalid="ignore"):
             t_compute = np.where(ops_hw > 0.0, ops_hw / (peak * eff), 0.0)
