@@ -38,7 +38,8 @@ def register(sub) -> None:
                                    "+ L*T_layer*launch_multiplier")
     p.add_argument("workload", help="workload key, alias or TOML path")
     p.add_argument("device", help="device key, alias or TOML path")
-    p.add_argument("-b", "--batch-size", type=int, default=1, metavar="N")
+    p.add_argument("-b", "--batch-size", "--batch", type=int, default=1, metavar="N",
+                   dest="batch_size")
     p.add_argument("-p", "--precision", default="fp16", metavar="P")
     p.add_argument("-e", "--efficiency", type=float, default=0.5, metavar="EFF",
                    help="declared compute efficiency in [1e-9, 1] (default 0.5)")

@@ -1,0 +1,118 @@
+"""Serving commands: ``serve`` (one configuration) and ``validate`` (every published case)."""
+
+from __future__ import annotations
+
+from .. import units
+from . import common
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="TTFT, inter-token latency, end-to-end latency and "
+                       "throughput of a batch of requests on one node")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("device", help="device key, alias or TOML path")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices (default 1)")
+    p.add_argument("--batch", type=int, default=1, help="requests in the batch (default 1)")
+    p.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
+    p.add_argument("--output-len", type=int, default=128, help="generated tokens (default 128)")
+    p.add_argument("--precision", default=None,
+                   help="weight format (default: the workload's, else bf16)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV-cache format (default bf16)")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated",
+                   help="measured achievable constants (default) or datasheet ceilings")
+    p.add_argument("--engine", default=None,
+                   help="engine profile of specs/calibration whose measured per-step host "
+                        "time is added on the calibrated basis (e.g. vllm)")
+    p.add_argument("--require-fit", action="store_true",
+                   help="exit 2 when weights and KV do not fit in device memory")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("validate", help="predict every published measurement of "
+                       "specs/validation on both bases and report the errors")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+
+def _ms(v) -> str:
+    return "-" if v is None else f"{v:.2f} ms"
+
+
+def cmd_serve(args) -> int:
+    from ..serving import serve
+
+    reg = common.registry(args)
+    est = serve(args.workload, args.device, batch=args.batch, input_len=args.input_len,
+                output_len=args.output_len, tp=args.tp, precision=args.precision,
+                kv_dtype=args.kv_dtype, basis=args.basis, registry=reg, engine=args.engine,
+                require_fit=args.require_fit)
+    data = est.to_dict()
+    if args.json:
+        common.print_json(data)
+        return 0
+    tp = f"{est.tp} x " if est.tp > 1 else ""
+    print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
+          f"{est.output_len} out, weights {est.precision} ({est.slot} slot), KV {est.kv_dtype}")
+    rows = [
+        ["time to first token", _ms(data["ttft_ms"])],
+        ["inter-token latency (mean)", _ms(data["itl_ms"])],
+        ["  first / last step", f"{_ms(data['itl_first_ms'])} / {_ms(data['itl_last_ms'])}"],
+        ["end-to-end", _ms(data["e2e_ms"])],
+        ["output tokens/s", f"{data['output_tokens_per_s']:.1f}"],
+        ["host per decode step", f"{data['host']['decode_step_s'] * 1e3:.3f} ms "
+         f"({data['host']['launches_per_step']} launches)"],
+        ["memory per device", f"{units.fmt(est.memory_per_device, 'bytes')} of "
+         f"{units.fmt(est.usable_memory, 'bytes')} usable"],
+        ["fits", f"{'yes' if est.fits else 'no'}; largest batch at context "
+         f"{est.input_len + est.output_len}: {data['max_batch']}"],
+    ]
+    print(common.table(rows, ["", "estimate"], "lr"))
+    print(f"\nbasis: {est.basis_detail}")
+    for note in est.notes:
+        print(f"note: {note}")
+    return 0
+
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}"
+
+
+def _err(v) -> str:
+    return "-" if v is None else f"{v * 100:+.1f}%"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v * 100:.1f}%"
+
+
+def cmd_validate(args) -> int:
+    from ..serving.validation import OTHER, SCORED, run
+
+    reg = common.registry(args)
+    report = run(registry=reg)
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+    for group in (SCORED, OTHER):
+        cases = [c for c in report.cases if c.group == group]
+        if not cases:
+            continue
+        print(f"{group} ({len(cases)} cases)")
+        rows = [[c.name, c.metric, c.config, _num(c.measured),
+                 _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated"))]
+                for c in cases]
+        print(common.table(rows, headers, "lllrrrrr"))
+        if group == OTHER:
+            for c in cases:
+                print(f"  {c.name}: {c.reason}")
+        print()
+    print("error = (predicted - measured) / measured")
+    for basis in ("datasheet", "calibrated"):
+        n = len(report.errors(basis))
+        print(f"{basis:>10}: median |error| {_pct(report.median(basis))}, max |error| "
+              f"{_pct(report.max(basis))} over {n} {SCORED} cases")
+    return 0

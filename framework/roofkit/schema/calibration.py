@@ -1,0 +1,228 @@
+"""Calibration specs: measured achievable ceilings, kept apart from datasheet figures.
+
+A calibration file either measures one device (``device = "h100-sxm"``: achievable memory
+bandwidth, matrix throughput per compute slot and its dependence on GEMM size, attention
+throughput, all-reduce latency and bus bandwidth) or the host (``device`` left out: kernel
+launch cost, per-step engine overheads). Every number is a :class:`Measured` table that
+carries the URL it was read from, where in that source, and notes; nothing is typed
+without one. The serving estimator's ``calibrated`` basis reads these; the ``datasheet``
+basis never does.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from .common import check_key
+from .fields import quantity
+
+_SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*$")
+_URL = re.compile(r"^https?://\S+$")
+
+
+def _mapping(dimension: str) -> dict:
+    """Field metadata for a table of ``key = "<number> <unit>"`` entries, each parsed to an
+    SI float by the spec converter."""
+    return {"roofkit": {"dimension": dimension, "mapping": True}}
+
+
+_TIMES = _mapping("time")
+_BANDWIDTHS = _mapping("bandwidth")
+_THROUGHPUTS = _mapping("throughput")
+
+
+@attrs.frozen
+class Measured:
+    """Where a measured number comes from: the URL, the place in it, and caveats."""
+
+    source: str
+    where: str = ""
+    notes: str = ""
+
+
+@attrs.frozen
+class MeasuredBandwidth(Measured):
+    """An achievable bandwidth (bytes per second), e.g. a STREAM triad."""
+
+    value: float = quantity("bandwidth")
+
+
+@attrs.frozen
+class MeasuredThroughput(Measured):
+    """An achievable throughput (FLOP per second), e.g. the best GEMM of a shape sweep."""
+
+    value: float = quantity("throughput")
+
+
+@attrs.frozen
+class MeasuredTime(Measured):
+    """A measured time, e.g. the host cost of one kernel launch."""
+
+    value: float = quantity("time")
+
+
+@attrs.frozen
+class GemmSweep(Measured):
+    """GEMM throughput measured at several shapes ``"MxNxK"``: efficiency against size.
+
+    The estimator reads it as throughput against the FLOPs of one GEMM, ``2*M*N*K``,
+    interpolated in log FLOPs and held flat outside the measured range.
+    """
+
+    throughput: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_THROUGHPUTS)
+
+    def points(self) -> list[tuple[float, float]]:
+        """``(flops of one GEMM, measured FLOP/s)`` sorted by FLOPs."""
+        out = []
+        for shape, rate in self.throughput.items():
+            m = _SHAPE.match(shape)
+            if m:
+                a, b, c = (float(g) for g in m.groups())
+                out.append((2.0 * a * b * c, rate))
+        return sorted(out)
+
+
+@attrs.frozen
+class MixedGemm(Measured):
+    """One GEMM measured where neither compute nor memory dominates (``"MxNxK"``, its
+    throughput, and the element sizes of A, B and C). From it the estimator derives how
+    much a kernel overlaps its memory traffic with its math: the exponent ``p`` of
+    ``t = (t_compute^p + t_memory^p)^(1/p)`` that reproduces the measured time (p = 1: no
+    overlap, the sum; p -> infinity: perfect overlap, the roofline's max)."""
+
+    shape: str = ""
+    throughput: float = quantity("throughput")
+    a_bytes: float = attrs.field(default=2.0, kw_only=True)
+    b_bytes: float = attrs.field(default=2.0, kw_only=True)
+    c_bytes: float = attrs.field(default=2.0, kw_only=True)
+
+    def dims(self) -> tuple[float, float, float] | None:
+        m = _SHAPE.match(self.shape)
+        return tuple(float(g) for g in m.groups()) if m else None
+
+
+@attrs.frozen
+class AllReduceMeasurement(Measured):
+    """All-reduce over ``devices`` devices with one ``algorithm`` (``nccl``, ``custom``…),
+    measured at several message sizes (keys: bytes). Either the time (``time``) or the
+    nccl-tests bus bandwidth (``bus_bandwidth``, busbw = algbw * 2(n-1)/n) per size."""
+
+    algorithm: str = ""
+    devices: int = attrs.field(default=2, kw_only=True,
+                               metadata={"roofkit": {"minimum": 2}})
+    time: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_TIMES)
+    bus_bandwidth: dict[str, float] = attrs.field(factory=dict, kw_only=True,
+                                                 metadata=_BANDWIDTHS)
+
+    def points(self) -> list[tuple[float, float]]:
+        """``(message bytes, seconds)`` sorted by size; bus bandwidth read as
+        t = 2(n-1)/n * S / busbw."""
+        n = self.devices
+        out = [(float(s), t) for s, t in self.time.items() if s.isdigit()]
+        out += [(float(s), 2.0 * (n - 1) / n * float(s) / bw)
+                for s, bw in self.bus_bandwidth.items() if s.isdigit()]
+        return sorted(out)
+
+
+@attrs.frozen
+class StepTable:
+    """One component of an engine's per-step host time, measured at several batch sizes
+    (``"8" = "0.165 ms"``)."""
+
+    by_batch: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_TIMES)
+    where: str = ""
+
+
+@attrs.frozen
+class EngineProfile(Measured):
+    """A serving engine's host work per step (scheduling, input preparation, sampling,
+    output processing), summed over ``components`` and interpolated in batch size."""
+
+    display_name: str = ""
+    components: dict[str, StepTable] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Calibration:
+    """Measured achievable ceilings of one device (``device``) or of the host (no device)."""
+
+    name: str = attrs.field(validator=check_key)
+    display_name: str = ""
+    device: str | None = None
+    bandwidth: MeasuredBandwidth | None = None
+    compute: dict[str, MeasuredThroughput] = attrs.field(factory=dict)
+    gemm: dict[str, GemmSweep] = attrs.field(factory=dict)
+    mixed: dict[str, MixedGemm] = attrs.field(factory=dict)
+    attention: dict[str, MeasuredThroughput] = attrs.field(factory=dict)
+    allreduce: dict[str, AllReduceMeasurement] = attrs.field(factory=dict)
+    host_link: dict[str, MeasuredBandwidth] = attrs.field(factory=dict)
+    launch: dict[str, MeasuredTime] = attrs.field(factory=dict)
+    engines: dict[str, EngineProfile] = attrs.field(factory=dict)
+    notes: str = ""
+
+    def measurements(self) -> list[tuple[str, Measured]]:
+        """Every measured table with its key path (``compute.bf16``, ``engines.vllm``…)."""
+        out: list[tuple[str, Measured]] = []
+        if self.bandwidth is not None:
+            out.append(("bandwidth", self.bandwidth))
+        for table in ("compute", "gemm", "mixed", "attention", "allreduce", "host_link",
+                      "launch", "engines"):
+            out += [(f"{table}.{k}", v) for k, v in getattr(self, table).items()]
+        return out
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Cross-field checks: every measurement cites a URL; shapes and keys parse."""
+        from .device import SLOTS
+
+        out = []
+        for path, m in self.measurements():
+            if not _URL.match(m.source.strip()):
+                out.append((f"{path}.source", f"a measurement needs the URL it was read from, "
+                            f"got {m.source!r}"))
+        for table in ("compute", "gemm", "mixed"):
+            for slot in getattr(self, table):
+                if slot not in SLOTS:
+                    out.append((f"{table}.{slot}", f"unknown compute slot {slot!r}; slots: "
+                                f"{', '.join(SLOTS)}"))
+        for slot, sweep in self.gemm.items():
+            if not sweep.throughput:
+                out.append((f"gemm.{slot}.throughput", "a GEMM sweep needs at least one shape"))
+            for shape in sweep.throughput:
+                if not _SHAPE.match(shape):
+                    out.append((f"gemm.{slot}.throughput.{shape}",
+                                f"shape {shape!r} is not 'MxNxK' (e.g. '4096x4096x4096')"))
+        for slot, mixed in self.mixed.items():
+            if mixed.dims() is None:
+                out.append((f"mixed.{slot}.shape",
+                            f"shape {mixed.shape!r} is not 'MxNxK' (e.g. '802816x192x768')"))
+        for name, ar in self.allreduce.items():
+            sizes = [*ar.time, *ar.bus_bandwidth]
+            if not sizes:
+                out.append((f"allreduce.{name}", "give `time` or `bus_bandwidth` per message size"))
+            for size in sizes:
+                if not size.isdigit() or int(size) < 1:
+                    out.append((f"allreduce.{name}.{size}",
+                                f"message size {size!r} is not a whole number of bytes"))
+        for name, engine in self.engines.items():
+            for comp, tab in engine.components.items():
+                for b in tab.by_batch:
+                    if not b.isdigit() or int(b) < 1:
+                        out.append((f"engines.{name}.components.{comp}.by_batch.{b}",
+                                    f"batch size {b!r} is not an integer >= 1"))
+        device_only = ("bandwidth", "compute", "gemm", "mixed", "attention", "allreduce",
+                   "host_link")
+        if self.device is None:
+            for f in device_only:
+                if getattr(self, f):
+                    out.append((f, f"[{f}] measures a device; set `device = \"<device key>\"`"))
+        return out
+
+
+def check(cal: Calibration, tables) -> list[tuple[str, str]]:
+    """Cross-checks against the registry: a device calibration names a catalogued device."""
+    devices = tables.get("devices")
+    if cal.device is not None and devices is not None and cal.device not in devices:
+        return [("device", f"unknown device {cal.device!r} (not in the devices catalogue)")]
+    return []

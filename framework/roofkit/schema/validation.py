@@ -1,0 +1,148 @@
+"""Validation specs: one published measurement each, with its exact configuration and source.
+
+``roofkit validate`` predicts every case on the datasheet and the calibrated basis and
+prints the signed error. A case names the workload and device keys of the catalogue, the
+metric and its measured value, the configuration the publisher ran (engine, precision,
+parallelism, batch, lengths) and where the number was read (URL, place, notes).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import attrs
+
+from .common import check_key
+
+Kind = Literal["serving", "throughput", "kernel", "training"]
+Metric = Literal["ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "kernel_ms", "step_s",
+                 "mfu", "samples_per_s"]
+Batching = Literal["static", "max_load", ""]
+ThroughputBasis = Literal["total", "per_gpu", ""]
+
+#: what each metric means, for tables and the README
+METRICS = {
+    "ttft_ms": "time to first token (prefill of the batch), ms",
+    "itl_ms": "inter-token latency, mean over the output, ms",
+    "e2e_ms": "end-to-end latency of the batch, ms",
+    "output_tokens_per_s": "generated tokens per second",
+    "kernel_ms": "time of one operator, ms",
+    "step_s": "training iteration time, s",
+    "mfu": "model FLOPs utilization, fraction",
+    "samples_per_s": "samples per second",
+}
+
+_URL = re.compile(r"^https?://\S+$")
+
+
+@attrs.frozen
+class CaseSource:
+    """Where the measurement was read: URL, the place in it, caveats."""
+
+    url: str
+    where: str
+    notes: str = ""
+
+
+@attrs.frozen
+class CaseConfig:
+    """The configuration the publisher ran. ``engine`` is their words; the structured
+    fields are what the estimator reads (``runtime`` names an engine profile of the host
+    calibration, ``batching = "max_load"`` an offline run with every request queued)."""
+
+    engine: str
+    runtime: str = ""
+    precision: str | None = None
+    precision_note: str = ""
+    kv_dtype: str | None = None
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    gpus: int = 1
+    batch: int | None = None
+    concurrency: int | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    tokens: int | None = None
+    node: str = ""
+    op: str = ""
+    batching: Batching = ""
+    batching_note: str = ""
+    throughput_basis: ThroughputBasis = ""
+    num_requests: int | None = None
+    benchmark: str = ""
+    scenario: str = ""
+    dataset: str = ""
+    model: str = ""
+    model_checkpoint: str = ""
+    power_limit: str = ""
+    global_batch: int | None = None
+    micro_batch: int | None = None
+    seq_len: int | None = None
+    pipeline_interleaving: int | None = None
+    activation_recompute: str = ""
+    sequence_parallel: bool | None = None
+
+
+@attrs.frozen
+class ValidationCase:
+    """One published measurement to predict. ``not_predicted`` gives the reason when the
+    estimator does not predict it (a training step, lengths that vary per sample…); such a
+    case is listed, never scored."""
+
+    name: str = attrs.field(validator=check_key)
+    kind: Kind
+    workload: str
+    device: str
+    metric: Metric
+    value: float
+    config: CaseConfig
+    source: CaseSource
+    workload_note: str = ""
+    not_predicted: str = ""
+
+    @property
+    def nodes(self) -> int:
+        """Machines the measurement ran on (one 8-GPU node at most here)."""
+        per_node = 8
+        return max(1, -(-max(self.config.gpus, self.config.tp) // per_node))
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if not _URL.match(self.source.url.strip()):
+            out.append(("source.url", f"a case needs the URL it was read from, got "
+                        f"{self.source.url!r}"))
+        if self.value <= 0:
+            out.append(("value", f"a measured value must be positive, got {self.value}"))
+        c = self.config
+        for f in ("tp", "pp", "dp", "gpus"):
+            if getattr(c, f) < 1:
+                out.append((f"config.{f}", f"{f} must be at least 1"))
+        for f in ("batch", "input_len", "output_len", "tokens", "concurrency"):
+            v = getattr(c, f)
+            if v is not None and v < 1:
+                out.append((f"config.{f}", f"{f} must be at least 1, got {v}"))
+        if self.kind == "kernel" and not c.node:
+            out.append(("config.node", "a kernel case names the circuit node it times "
+                        "(`node = \"gate_up\"`)"))
+        if self.metric == "output_tokens_per_s" and not c.throughput_basis:
+            out.append(("config.throughput_basis", "say whether the throughput is 'total' or "
+                        "'per_gpu'"))
+        return out
+
+
+def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
+    """Cross-checks against the registry: the workload, device and precisions exist."""
+    out = []
+    for field, table in (("workload", "workloads"), ("device", "devices")):
+        cat = tables.get(table)
+        name = getattr(case, field)
+        if cat is not None and name not in cat and not case.not_predicted:
+            out.append((field, f"unknown {field} {name!r} (not in the {table} catalogue)"))
+    precisions = tables.get("precisions", {})
+    for f in ("precision", "kv_dtype"):
+        v = getattr(case.config, f)
+        if v is not None and precisions and v.lower() not in precisions:
+            out.append((f"config.{f}", f"unknown precision {v!r}"))
+    return out

@@ -1,0 +1,45 @@
+"""Serving estimates: TTFT, inter-token latency as the context grows, end-to-end latency and
+throughput of a batch of requests on one node, on the datasheet or the calibrated basis.
+
+``roofkit.serve(workload, device, batch=..., input_len=..., output_len=..., tp=...)`` returns a
+:class:`ServingEstimate`; :func:`validate` predicts every published measurement in
+``specs/validation`` on both bases and reports the errors.
+"""
+
+from __future__ import annotations
+
+from .estimate import ServingEstimate, estimate, max_load
+from .roofline import BASES, Roofline
+from .roofline import build as build_roofline
+
+
+def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: int = 128,
+          tp: int = 1, precision: str | None = None, kv_dtype: str = "bf16",
+          basis: str = "calibrated", registry=None, *, engine: str | None = None,
+          require_fit: bool = False) -> ServingEstimate:
+    """Estimate serving ``batch`` requests of ``input_len`` prompt tokens that each generate
+    ``output_len`` tokens, on ``tp`` devices of one node (weights and KV sharded, two
+    all-reduces per layer).
+
+    :param precision: weight format (default: the workload's ``formats.default``, else bf16).
+    :param kv_dtype: KV-cache format (``bf16``, ``fp8``…).
+    :param basis: ``calibrated`` (measured achievable constants, ``specs/calibration``) or
+        ``datasheet`` (spec ceilings); the estimate names it.
+    :param engine: an engine profile of the host calibration (``vllm``) whose measured
+        per-step host time is added on the calibrated basis.
+    :param require_fit: raise :class:`~roofkit.OOMError` when weights and KV do not fit.
+    """
+    return estimate(workload, device, batch=batch, input_len=input_len, output_len=output_len,
+                    tp=tp, precision=precision, kv_dtype=kv_dtype, basis=basis, engine=engine,
+                    registry=registry, require_fit=require_fit)
+
+
+def validate(registry=None, cases=None):
+    """Predict every validation case on both bases: a :class:`~.validation.Report`."""
+    from .validation import run
+
+    return run(registry=registry, cases=cases)
+
+
+__all__ = ["BASES", "Roofline", "ServingEstimate", "build_roofline", "estimate", "max_load",
+           "serve", "validate"]

@@ -1,0 +1,116 @@
+"""Host work per step: kernel launches, the step's own dispatch, and an engine's scheduler.
+
+A step is one host operation that launches ``K`` kernels; with the host-dispatch scenario's
+serial arithmetic (no overlap of host and device):
+
+    host_time = 1 * dispatch + K * launch
+
+``launch`` is the host cost of one kernel launch (datasheet basis: the device spec's
+``overheads.launch``; calibrated: the measured ``launch.kernel`` of the host calibration).
+``dispatch`` is the step's fixed host cost: the device spec's ``overheads.dispatch`` on the
+datasheet basis; on the calibrated basis the measured launch-and-wait round trip
+(``launch.kernel_sync``: a serving loop reads each step's sampled tokens back), or, when an
+engine is named, that engine's measured per-step host time at the batch size (its
+scheduler, input preparation, sampling and output processing).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..errors import UnknownNameError
+
+
+@attrs.frozen
+class StepOverhead:
+    """The host side of one step: ``host = dispatch + launches * launch`` (seconds),
+    evaluated by the host-dispatch scenario (:func:`host_dispatch`)."""
+
+    launches: int
+    launch: float
+    dispatch: float
+    source: str = ""
+    host_time: float = attrs.field(default=None)
+
+    def __attrs_post_init__(self):
+        if self.host_time is None:
+            object.__setattr__(self, "host_time",
+                               host_dispatch(self.launches, self.launch, self.dispatch))
+
+    @property
+    def launch_time(self) -> float:
+        return self.launches * self.launch
+
+    def scenario(self, device_time: float):
+        """This step as a :class:`~roofkit.HostDispatchScenario` against ``device_time``."""
+        from ..scenarios import HostDispatchScenario
+        from ..units import Q
+
+        return HostDispatchScenario(ops_per_block=1, blocks=1, launches_per_block=self.launches,
+                                    dispatch=Q(self.dispatch * 1e6, "us"),
+                                    launch=Q(self.launch * 1e6, "us"),
+                                    device_time=Q(max(device_time, 1e-12) * 1e6, "us"))
+
+
+def host_dispatch(launches: int, launch: float, dispatch: float) -> float:
+    """Seconds of host work for one step operation that launches ``launches`` kernels: the
+    host-dispatch scenario's ``host_time = operations * dispatch + launches * launch`` with
+    one operation. A zero cost (which the scenario refuses as an input) drops its term."""
+    if launches < 1 or launch <= 0 or dispatch <= 0:
+        return max(dispatch, 0.0) + max(launches, 0) * max(launch, 0.0)
+    from ..scenarios import HostDispatchScenario
+    from ..units import Q
+
+    s = HostDispatchScenario(ops_per_block=1, blocks=1, launches_per_block=int(launches),
+                             dispatch=Q(dispatch * 1e6, "us"), launch=Q(launch * 1e6, "us"),
+                             device_time=Q(1.0, "us"))
+    return float(s.host_time.to("s").magnitude)
+
+
+def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
+    """Piecewise-linear through the points, extended linearly past both ends, at least 0."""
+    if len(xs) == 1:
+        return float(ys[0])
+    if x < xs[0]:
+        slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+        return max(0.0, float(ys[0] + slope * (x - xs[0])))
+    if x > xs[-1]:
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return max(0.0, float(ys[-1] + slope * (x - xs[-1])))
+    return float(np.interp(x, xs, ys))
+
+
+def engine_step_time(profile, batch: int) -> float:
+    """An engine's host time per step at ``batch``: the sum of its measured components, each
+    interpolated linearly in batch size (and extended linearly outside the measured range)."""
+    total = 0.0
+    for table in profile.components.values():
+        pts = sorted((int(b), t) for b, t in table.by_batch.items())
+        xs = np.array([p[0] for p in pts], dtype=float)
+        ys = np.array([p[1] for p in pts], dtype=float)
+        total += _interp_linear(float(batch), xs, ys)
+    return total
+
+
+def engine_profile(host: dict, name: str):
+    engines = host["engines"]
+    if name not in engines:
+        raise UnknownNameError("engine profile", name, list(engines),
+                               hint="Engine profiles live in specs/calibration (engines.*).")
+    return engines[name]
+
+
+def step_overhead(roofline, host: dict, launches: int, batch: int,
+                  engine: str | None) -> StepOverhead:
+    """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis."""
+    if engine is not None and roofline.basis == "calibrated":
+        prof = engine_profile(host, engine)
+        return StepOverhead(launches, roofline.launch, engine_step_time(prof, batch),
+                            f"engine {engine}: {prof.source}")
+    if roofline.basis == "calibrated" and "kernel_sync" in host["launch"]:
+        sync = host["launch"]["kernel_sync"]
+        return StepOverhead(launches, roofline.launch, sync.value,
+                            f"launch.kernel_sync: {sync.source}")
+    return StepOverhead(launches, roofline.launch, roofline.step_dispatch,
+                        "device spec overheads.dispatch")

@@ -1,0 +1,174 @@
+"""Predicting the published measurements of ``specs/validation`` on both bases.
+
+For every case the estimator runs the configuration the publisher ran and reads the same
+metric; the signed error is ``(predicted - measured) / measured`` (positive: the prediction
+is larger, i.e. slower for a time and faster for a throughput). The summary gives, per basis,
+the median and the maximum absolute error over the scored cases (single-node inference);
+cases the estimator does not predict are listed with their reason, never scored.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import attrs
+import numpy as np
+
+from ..errors import RoofkitError
+from .estimate import estimate, max_load
+from .roofline import BASES
+from .step import kernel_times
+from .work import Formats, Shape, step_kernels
+
+SCORED = "single-node inference"
+OTHER = "other"
+
+
+@attrs.frozen
+class CaseResult:
+    """One case: measured, the prediction on each basis and the signed errors."""
+
+    name: str
+    kind: str
+    workload: str
+    device: str
+    metric: str
+    measured: float
+    predicted: dict
+    group: str
+    reason: str = ""
+    config: str = ""
+
+    def error(self, basis: str) -> float | None:
+        p = self.predicted.get(basis)
+        return None if p is None else (p - self.measured) / self.measured
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "workload": self.workload,
+                "device": self.device, "metric": self.metric, "config": self.config,
+                "measured": self.measured, "group": self.group, "reason": self.reason,
+                **{f"predicted_{b}": self.predicted.get(b) for b in BASES},
+                **{f"error_{b}": self.error(b) for b in BASES}}
+
+
+@attrs.frozen
+class Report:
+    """Every case, and per basis the median and maximum absolute error of the scored ones."""
+
+    cases: tuple[CaseResult, ...]
+
+    def scored(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.group == SCORED]
+
+    def errors(self, basis: str, group: str = SCORED) -> list[float]:
+        return [abs(c.error(basis)) for c in self.cases
+                if c.group == group and c.error(basis) is not None]
+
+    def median(self, basis: str, group: str = SCORED) -> float | None:
+        e = self.errors(basis, group)
+        return statistics.median(e) if e else None
+
+    def max(self, basis: str, group: str = SCORED) -> float | None:
+        e = self.errors(basis, group)
+        return max(e) if e else None
+
+    def summary(self) -> dict:
+        out = {}
+        for group in (SCORED, OTHER):
+            n = len([c for c in self.cases if c.group == group])
+            out[group] = {"cases": n, **{b: {
+                "predicted": len(self.errors(b, group)),
+                "median_abs_error": self.median(b, group),
+                "max_abs_error": self.max(b, group)} for b in BASES}}
+        return out
+
+    def to_dict(self) -> dict:
+        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary()}
+
+
+def _describe(case) -> str:
+    c = case.config
+    parts = [c.precision or "16-bit", f"tp{c.tp}"]
+    if c.batch:
+        parts.append(f"b{c.batch}")
+    elif c.batching == "max_load":
+        parts.append("max load")
+    if c.tokens:
+        parts.append(f"{c.tokens} tok")
+    if c.input_len:
+        parts.append(f"{c.input_len}/{c.output_len or 1}")
+    if c.runtime:
+        parts.append(c.runtime)
+    return " ".join(parts)
+
+
+def predict(case, basis: str, registry) -> float:
+    """The estimator's value of ``case.metric`` for ``case`` on ``basis``."""
+    c = case.config
+    precision = c.precision
+    kv = c.kv_dtype or "bf16"
+    engine = c.runtime or None
+    if case.kind == "kernel":
+        return _kernel_ms(case, basis, registry)
+    if c.batching == "max_load":
+        est = max_load(case.workload, case.device, input_len=c.input_len,
+                       output_len=c.output_len, tp=c.tp, precision=precision, kv_dtype=kv,
+                       basis=basis, engine=engine, registry=registry,
+                       max_requests=c.num_requests)
+    else:
+        est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
+                       input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
+                       precision=precision, kv_dtype=kv, basis=basis, engine=engine,
+                       registry=registry)
+    value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
+             "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
+    if value is None:
+        raise RoofkitError(f"metric {case.metric!r} is not a serving estimate")
+    if case.metric == "output_tokens_per_s" and c.throughput_basis == "per_gpu":
+        value /= max(c.gpus, c.tp)
+    return float(value)
+
+
+def _kernel_ms(case, basis: str, registry) -> float:
+    """One operator at ``tokens`` rows, timed alone (device time, no host launch)."""
+    from . import roofline as _roofline
+
+    c = case.config
+    w = registry.workload(case.workload)
+    d = registry.device(case.device)
+    wp = registry.precision(c.precision or "bf16")
+    shape = Shape.of(w)
+    fmt = Formats(weight=wp.bytes_per_element)
+    roof = _roofline.build(d, basis, registry)
+    slot, _ = roof.slot(wp)
+    kernels = [k for k in step_kernels(shape, fmt, c.tp, 1, prompt=c.tokens) if k.name == c.node]
+    if not kernels:
+        raise RoofkitError(f"no kernel {c.node!r} in {w.name}'s step")
+    t = kernel_times(kernels, roof, slot, c.tp, prefill=True)[0]
+    return float(np.mean(t.time)) * 1e3
+
+
+def run(registry=None, cases=None) -> Report:
+    """Predict ``cases`` (default: the whole validation catalogue) on every basis."""
+    from ..registry import resolve
+
+    reg = resolve(registry)
+    if cases is None:
+        cases = list(reg.catalogues["validation"].values())
+    out = []
+    for case in sorted(cases, key=lambda c: (c.kind, c.name)):
+        group, reason, predicted = SCORED, "", {}
+        if case.not_predicted:
+            group, reason = OTHER, case.not_predicted
+        elif case.nodes > 1:
+            group, reason = OTHER, "multi-node"
+        if not case.not_predicted:
+            for basis in BASES:
+                try:
+                    predicted[basis] = predict(case, basis, reg)
+                except RoofkitError as exc:
+                    predicted[basis] = None
+                    group, reason = OTHER, f"not predicted: {exc}"
+        out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
+                              case.value, predicted, group, reason, _describe(case)))
+    return Report(tuple(out))

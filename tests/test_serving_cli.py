@@ -1,0 +1,75 @@
+"""``roofkit serve``: the issue's two commands, the text table and the exit codes."""
+
+import json
+
+import pytest
+
+import roofkit
+from roofkit.cli import main
+
+KEYS = ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "fits", "basis")
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_llama2_7b_on_a100_batch_1(capsys):
+    code, out, _ = run(capsys, "serve", "llama-2-7b", "a100-80gb", "--batch", "1",
+                       "--input-len", "128", "--output-len", "20", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for k in KEYS:
+        assert k in d
+    assert d["basis"] == "calibrated" and d["fits"] is True
+    # batch-1 decode streams 13.5 GB of weights per token: milliseconds, not microseconds
+    assert 5 < d["itl_ms"] < 20 and d["ttft_ms"] > 0
+    assert d["e2e_ms"] == pytest.approx(d["ttft_ms"] + 19 * d["itl_ms"], rel=1e-9)
+    assert d["output_tokens_per_s"] == pytest.approx(20 / d["e2e_ms"] * 1e3)
+
+
+def test_llama31_70b_on_four_h100_batch_64(capsys):
+    code, out, _ = run(capsys, "serve", "llama-3.1-70b", "h100", "--tp", "4", "--batch", "64",
+                       "--input-len", "128", "--output-len", "128", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for k in KEYS:
+        assert k in d
+    assert d["tp"] == 4 and d["fits"] is True and d["max_batch"] >= 64
+    assert d["output_tokens_per_s"] > 0 and d["itl_last_ms"] > d["itl_first_ms"]
+
+
+def test_the_datasheet_basis_is_faster_than_the_measured_one(capsys):
+    args = ["serve", "llama-2-7b", "a100", "--output-len", "20", "--json"]
+    _, cal, _ = run(capsys, *args)
+    _, sheet, _ = run(capsys, *args, "--basis", "datasheet")
+    assert json.loads(sheet)["basis"] == "datasheet"
+    assert json.loads(sheet)["itl_ms"] < json.loads(cal)["itl_ms"]
+
+
+def test_the_text_output_names_the_basis(capsys):
+    code, out, _ = run(capsys, "serve", "mixtral-8x7b", "h100", "--tp", "2", "--batch", "8",
+                       "--engine", "vllm")
+    assert code == 0
+    assert "time to first token" in out and "inter-token latency" in out
+    assert "basis: calibrated" in out
+
+
+def test_exit_codes(capsys):
+    assert run(capsys, "serve", "llama-3.1-70b", "h100", "--batch", "8")[0] == 0
+    code, _, err = run(capsys, "serve", "llama-3.1-70b", "h100", "--batch", "8",
+                       "--require-fit")
+    assert code == 2 and "does not fit" in err
+    code, _, err = run(capsys, "serve", "llama-2-7b", "h10")
+    assert code == 1 and "Did you mean" in err
+    code, _, err = run(capsys, "serve", "llama-2-7b", "h100", "--engine", "tgi")
+    assert code == 1 and "engine profile" in err
+
+
+def test_serve_is_exported_lazily_from_the_top_package():
+    est = roofkit.serve("llama-3.1-8b", "h200", batch=8, input_len=32, output_len=128,
+                        engine="vllm")
+    assert est.quantity("e2e").units == roofkit.Q(1, "ms").units
+    assert est.fits

@@ -1,0 +1,76 @@
+"""Tensor parallelism on one node: sharding and the ring all-reduce, by hand."""
+
+import pytest
+from serving_toy import KV_PER_TOKEN, PARAMS, toy_registry
+
+from roofkit.errors import RoofkitError
+from roofkit.serving import serve
+from roofkit.serving.collective import AllReduce, Ring, fit
+
+
+@pytest.fixture(scope="module")
+def reg(tmp_path_factory):
+    return toy_registry(tmp_path_factory.mktemp("toy"))
+
+
+def test_ring_all_reduce_by_hand():
+    ring = Ring(alpha=2e-6, beta=100e9)
+    # 2 (n - 1) alpha + 2 (n - 1) / n * S / beta at n = 4, S = 1 MB
+    assert ring.time(1e6, 4) == pytest.approx(6 * 2e-6 + 1.5 * 1e6 / 100e9)
+    assert ring.time(1e6, 1) == 0
+
+
+def test_a_fit_through_two_measurements_reproduces_them():
+    n = 8
+    points = [(512.0, 5.9e-6), (1048576.0, 33.8e-6)]
+    ring = fit(points, n, fallback_beta=1.0, name="custom")
+    for size, t in points:
+        assert ring.time(size, n) == pytest.approx(t)
+
+
+def test_an_engine_runs_the_fastest_algorithm_at_each_size():
+    small = Ring(alpha=0.5e-6, beta=60e9)   # low latency, low bandwidth
+    big = Ring(alpha=2e-6, beta=480e9)      # NCCL-like
+    ar = AllReduce({"custom": {8: small}, "nccl": {8: big}})
+    for size in (1e3, 1e5, 1e7, 1e9):
+        assert ar.time(size, 8) == min(small.time(size, 8), big.time(size, 8))
+
+
+def test_two_all_reduces_per_layer_over_the_device_interconnect(reg):
+    B = 4
+    est = serve("toy-lm", "toy-gpu", batch=B, input_len=16, output_len=3, tp=2,
+                basis="datasheet", registry=reg)
+    rows = {r["kernel"]: r for r in est.decode_breakdown}
+    message = B * 256 * 2                       # rows x hidden x 2 bytes
+    by_hand = 2 * (2 - 1) * 1e-6 + 2 * (2 - 1) / 2 * message / 100e9   # toy interconnect
+    for name in ("allreduce_attn", "allreduce_ffn"):
+        assert rows[name]["count"] == 2          # one per layer
+        assert rows[name]["time_s"] == pytest.approx(2 * by_hand)
+    # the two all-reduces of each layer are launched kernels too
+    assert est.decode_host.launches == 23 + 2 * 2
+
+
+def test_weights_and_kv_are_sharded(reg):
+    kw = dict(batch=1, input_len=8, output_len=2, basis="datasheet", registry=reg)
+    one = serve("toy-lm", "toy-gpu", tp=1, **kw)
+    two = serve("toy-lm", "toy-gpu", tp=2, **kw)
+    four = serve("toy-lm", "toy-gpu", tp=4, **kw)
+    assert two.weights_per_device == pytest.approx(2 * PARAMS / 2)
+    assert two.kv_per_token_per_device == KV_PER_TOKEN / 2
+    # two KV heads over four devices: each keeps one head (replicated), not half of one
+    assert four.kv_per_token_per_device == KV_PER_TOKEN / 2
+    assert one.kv_per_token_per_device == KV_PER_TOKEN
+
+
+def test_tp_needs_heads_that_split_and_devices_the_link_joins(reg):
+    kw = dict(input_len=8, output_len=2, registry=reg)
+    with pytest.raises(RoofkitError, match="heads"):
+        serve("toy-lm", "toy-gpu", tp=3, **kw)
+    with pytest.raises(RoofkitError, match="exceeds"):
+        serve("toy-lm", "toy-gpu", tp=8, **kw)
+
+
+def test_tp_on_the_calibrated_basis_uses_measured_all_reduce():
+    est = serve("llama-3.1-70b", "h100", tp=4, batch=64, input_len=128, output_len=128)
+    assert "allreduce" in est.provenance["interconnect"]
+    assert est.fits and est.tp == 4
