@@ -21,3 +21,11 @@ def test_every_hook_is_in_the_plugin_guide():
 def test_readme_gives_the_install_and_test_commands():
     head = README[:2500]
     assert "pip install" in head and "pytest" in head
+
+
+def test_readme_python_examples_run():
+    """Every ```python block of the README runs as written."""
+    blocks = [b.split("```", 1)[0] for b in README.split("```python\n")[1:]]
+    assert len(blocks) >= 4
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme", "__file__": "README.md"})

@@ -84,5 +84,7 @@ def _q(value, dim, path, provenance, sources):
     if src:
         key = src.split(":", 1)[0].strip()
         url = sources.get(key)
-    return {"value": value, "unit": _SI[dim], "text": units.fmt(value, dim),
-            "source": src, "source_url": url}
+    unit, text = _SI[dim], units.fmt(value, dim)
+    if dim == "throughput" and path.rsplit(".", 1)[-1].startswith("int"):
+        unit, text = "OP/s", text.replace("FLOP/s", "OP/s")  # integer slots count operations
+    return {"value": value, "unit": unit, "text": text, "source": src, "source_url": url}
