@@ -67,12 +67,15 @@ dims = "config"
 """
 
 #: bytes one decode step of the toy reads at batch 1 and tp 1, without the attention's
-#: context term (see test_serving_itl for the sum, kernel by kernel)
-STEP_BYTES_AT_ZERO_CONTEXT = 2_907_600
+#: context term, node by node from the circuit's op rules (see test_serving_itl)
+STEP_BYTES_AT_ZERO_CONTEXT = 2_911_652
 #: KV cache bytes per token: 2 (K, V) * 2 layers * 2 KV heads * 64 * 2 bytes
 KV_PER_TOKEN = 1024
-#: parameters: per layer 256*(4+2*2)*64 + 4*64*256 + 2*256 + 3*256*512, embedding and head
-PARAMS = 2 * (131072 + 65536 + 512 + 393216) + 2 * 1000 * 256
+#: parameters: per layer 256*(4+2*2)*64 + 4*64*256 + 2*256 + 3*256*512, embedding, head
+#: and the final norm
+PARAMS = 2 * (131072 + 65536 + 512 + 393216) + 2 * 1000 * 256 + 256
+#: norm weights (replicated under tensor parallelism): 2 per layer and the final one
+NORM_PARAMS = 5 * 256
 
 
 def toy_registry(tmp_path):

@@ -1,76 +1,12 @@
-"""The calibrated basis: measured constants, GEMM efficiency, overlap, engine step time."""
+"""Calibration specs and the serving engine's step time (the calibrated roofline itself is
+the circuit's: tests/test_circuit_calibrated.py)."""
 
-import math
-
-import numpy as np
 import pytest
 
+from roofkit.circuit.roofline import host_calibration
 from roofkit.errors import SpecError
 from roofkit.serving.overhead import engine_step_time
-from roofkit.serving.roofline import build, host_calibration
 from roofkit.testing import make_registry, write_spec
-
-
-@pytest.fixture(scope="module")
-def a100(registry):
-    return build(registry.device("a100-80gb"), "calibrated", registry)
-
-
-def test_the_datasheet_basis_is_the_device_spec(registry):
-    d = registry.device("h100")
-    roof = build(d, "datasheet", registry)
-    assert roof.bandwidth == d.memory.bandwidth and roof.peaks["fp8"] == d.compute["fp8"]
-    assert math.isinf(roof.overlap) and roof.curves == {}
-    assert set(roof.provenance.values()) <= {"datasheet", "datasheet: device overheads.launch"}
-
-
-def test_calibrated_constants_are_the_measurements_with_their_sources(registry):
-    roof = build(registry.device("h100"), "calibrated", registry)
-    assert roof.bandwidth == 2.97e12                        # STREAM triad, Azure ND H100 v5
-    assert roof.peaks["bf16"] == pytest.approx(794.5e12)    # MAMF
-    assert roof.peaks["fp16"] == roof.peaks["bf16"]         # same datapath, same datasheet peak
-    assert roof.peaks["fp8"] == pytest.approx(1402.6e12)
-    assert roof.launch == 2.7e-6                            # CSCS kernel-launch reference
-    for key in ("memory.bandwidth", "compute.bf16", "compute.fp16", "launch", "interconnect"):
-        assert "https://" in roof.provenance[key]
-    assert roof.device.memory.bandwidth == roof.bandwidth   # the evolved device spec
-
-
-def test_a_slot_without_a_measurement_keeps_its_ceiling_and_says_so(registry):
-    roof = build(registry.device("h200"), "calibrated", registry)
-    assert roof.peaks["bf16"] == registry.device("h200").compute["bf16"]
-    assert roof.provenance["compute.bf16"] == "datasheet"
-
-
-def test_gemm_efficiency_interpolates_the_measured_sweep_in_log_flops(a100):
-    best = 256.5e12
-    at = 2.0 * 4096**3
-    assert a100.efficiency("fp16", at) == pytest.approx(228.0 / 256.5)
-    mid = 2.0 * 4096**3 * 2.0**1.5                          # halfway between 4096^3 and 8192^3
-    assert a100.efficiency("fp16", mid) == pytest.approx((228.0 + 253.7) / 2 / 256.5)
-    assert a100.efficiency("fp16", 1.0) == pytest.approx(119.4 / 256.5)   # held flat below
-    assert a100.matmul_rate("fp16", at) == pytest.approx(228.0e12 * a100.peaks["fp16"] / best)
-
-
-def test_the_overlap_exponent_reproduces_the_mixed_bound_gemm(registry):
-    for name in ("a100-80gb", "h100-sxm", "h200", "mi300x"):
-        roof = build(registry.device(name), "calibrated", registry)
-        cal = next(c for c in registry.catalogues["calibration"].values() if c.device == name)
-        slot, row = next(iter(cal.mixed.items()))
-        m, n, k = row.dims()
-        flops = 2 * m * n * k
-        c = flops / roof.matmul_rate(slot, flops)
-        mem = (m * k * row.a_bytes + k * n * row.b_bytes + m * n * row.c_bytes) / roof.bandwidth
-        assert 1 < roof.overlap < 8
-        assert float(roof.combine(c, mem)) == pytest.approx(flops / row.throughput, rel=1e-6)
-        assert max(c, mem) < flops / row.throughput < c + mem
-
-
-def test_combine_lies_between_max_and_sum(a100):
-    c, m = np.array([1.0, 2.0, 0.0]), np.array([1.0, 0.5, 3.0])
-    out = a100.combine(c, m)
-    assert np.all(out >= np.maximum(c, m)) and np.all(out <= c + m)
-    assert out[2] == 3.0
 
 
 def test_engine_step_time_sums_components_and_interpolates_in_batch(registry):

@@ -1,4 +1,5 @@
-"""The request-level estimate against hand arithmetic on a toy device and transformer."""
+"""The request-level estimate against hand arithmetic on a toy device and transformer: the
+device work is the circuit's, node by node; serving adds host work and the request account."""
 
 import numpy as np
 import pytest
@@ -25,10 +26,11 @@ def toy(reg, **kw):
 
 
 def test_a_decode_step_is_its_bytes_over_bandwidth_plus_host_work(reg):
-    # Batch 1: every kernel is memory-bound. Bytes per step, kernel by kernel (tp 1, bf16):
-    #   embed 1024; per layer: norm 1024, qkv 263680, rope+kv write 2560, attention
-    #   512 * context + 1024, o 132096, norm 1536, gate_up 526848, act 3072, down 263680;
-    #   final norm 1024; head 514512  ->  2_907_600 + 1024 * context over two layers
+    # Batch 1: every node is memory-bound. Bytes per step, node by node (specs/ops, tp 1,
+    # bf16): embed 512 + 516; per layer: norm 512 + 1024, qkv 262144 + 1536, rotary 1536 +
+    # 256, kv write 512 + 512, attention 1024 + 512 * context, o 131072 + 1024, norm 1536,
+    # gate_up 524288 + 2560, act 3072, down 262144 + 1536; final norm 1536; head 512000 +
+    # 4512 (fp32 logits)  ->  2_911_652 + 1024 * context over two layers
     est = toy(reg)
     assert est.decode_host.launches == LAUNCHES
     for j, step in enumerate(est.itl_steps, start=1):
@@ -70,7 +72,7 @@ def test_the_estimate_names_its_basis(reg):
     assert toy(reg).basis == "datasheet"
     cal = toy(reg, basis="calibrated")
     assert cal.basis == "calibrated"
-    assert "no measurement of toy-gpu" in cal.basis_detail  # no calibration spec for it
+    assert "no calibration for toy-gpu" in cal.basis_detail  # no calibration spec for it
     with pytest.raises(RoofkitError, match="basis"):
         toy(reg, basis="measured")
 

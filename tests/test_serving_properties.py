@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from roofkit.circuit.roofline import device_roofline
 from roofkit.serving import serve
-from roofkit.serving.roofline import build
 
 configs = st.fixed_dictionaries({
     "batch": st.integers(1, 256),
@@ -34,7 +34,7 @@ def test_a_kernel_takes_between_max_and_sum_of_compute_and_memory(c, m):
 
     reg = default_registry()
     for name in ("a100-80gb", "h100-sxm", "mi300x"):
-        roof = build(reg.device(name), "calibrated", reg)
+        roof = device_roofline(reg.device(name), "calibrated", reg)
         t = float(roof.combine(c, m))
         assert max(c, m) * (1 - 1e-12) <= t <= (c + m) * (1 + 1e-12)
 

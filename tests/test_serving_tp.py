@@ -1,11 +1,12 @@
-"""Tensor parallelism on one node: sharding and the ring all-reduce, by hand."""
+"""Tensor parallelism on one node, as the circuit shards it: weights, heads and KV per
+device and the ring all-reduce, by hand."""
 
 import pytest
-from serving_toy import KV_PER_TOKEN, PARAMS, toy_registry
+from serving_toy import KV_PER_TOKEN, NORM_PARAMS, PARAMS, toy_registry
 
+from roofkit.circuit.collective import LinkModel, Ring, fit
 from roofkit.errors import RoofkitError
 from roofkit.serving import serve
-from roofkit.serving.collective import AllReduce, Ring, fit
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +32,22 @@ def test_a_fit_through_two_measurements_reproduces_them():
 def test_an_engine_runs_the_fastest_algorithm_at_each_size():
     small = Ring(alpha=0.5e-6, beta=60e9)   # low latency, low bandwidth
     big = Ring(alpha=2e-6, beta=480e9)      # NCCL-like
-    ar = AllReduce({"custom": {8: small}, "nccl": {8: big}})
+    ar = LinkModel({"custom": {8: small}, "nccl": {8: big}})
     for size in (1e3, 1e5, 1e7, 1e9):
-        assert ar.time(size, 8) == min(small.time(size, 8), big.time(size, 8))
+        assert ar.all_reduce(size, 8) == min(small.time(size, 8), big.time(size, 8))
 
 
 def test_two_all_reduces_per_layer_over_the_device_interconnect(reg):
     B = 4
     est = serve("toy-lm", "toy-gpu", batch=B, input_len=16, output_len=3, tp=2,
                 basis="datasheet", registry=reg)
-    rows = {r["kernel"]: r for r in est.decode_breakdown}
+    rows = {r["node"]: r for r in est.decode_breakdown}
     message = B * 256 * 2                       # rows x hidden x 2 bytes
     by_hand = 2 * (2 - 1) * 1e-6 + 2 * (2 - 1) / 2 * message / 100e9   # toy interconnect
-    for name in ("allreduce_attn", "allreduce_ffn"):
+    for name in ("attention.all_reduce", "ffn.all_reduce"):
         assert rows[name]["count"] == 2          # one per layer
         assert rows[name]["time_s"] == pytest.approx(2 * by_hand)
+        assert rows[name]["bound"] == "interconnect"
     # the two all-reduces of each layer are launched kernels too
     assert est.decode_host.launches == 23 + 2 * 2
 
@@ -55,7 +57,8 @@ def test_weights_and_kv_are_sharded(reg):
     one = serve("toy-lm", "toy-gpu", tp=1, **kw)
     two = serve("toy-lm", "toy-gpu", tp=2, **kw)
     four = serve("toy-lm", "toy-gpu", tp=4, **kw)
-    assert two.weights_per_device == pytest.approx(2 * PARAMS / 2)
+    # everything split two ways but the norms, which every device keeps whole
+    assert two.weights_per_device == 2 * ((PARAMS - NORM_PARAMS) / 2 + NORM_PARAMS)
     assert two.kv_per_token_per_device == KV_PER_TOKEN / 2
     # two KV heads over four devices: each keeps one head (replicated), not half of one
     assert four.kv_per_token_per_device == KV_PER_TOKEN / 2

@@ -1,5 +1,7 @@
 """roofkit.sweep(mode="decode" | "prefill"): the circuit's per-node estimates over arrays,
-equal to the scalar roofkit.decode / roofkit.prefill / roofkit.fits on random grids."""
+equal to the scalar roofkit.decode / roofkit.prefill / roofkit.fits on random grids, with a
+tensor-parallel axis (rows a device or model cannot split over are infeasible, and the
+scalar call refuses them)."""
 
 import numpy as np
 import pytest
@@ -21,14 +23,22 @@ def _close(a, b):
     return a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b))
 
 
-def _check(table, registry, mode, precisions, kv, inner):
+def _check(table, registry, mode, precisions, kv, inner, tps=(1,)):
     """Every row against the scalar calls; ``inner`` rows (contexts x batches) per group."""
     assert len(table) > 0
     for i, row in enumerate(table):
-        # the grid's precision (None stays None), from the row's position: device-major
-        prec = precisions[(i // inner) % len(precisions)]
-        kw = dict(precision=prec, kv_cache_dtype=kv, registry=registry)
+        # the grid's precision (None stays None), from the row's position:
+        # device x precision x tp groups, tp fastest
+        prec = precisions[(i // inner // len(tps)) % len(precisions)]
+        tp = row["tp"]
+        assert tp == tps[(i // inner) % len(tps)]
+        kw = dict(precision=prec, kv_cache_dtype=kv, registry=registry, tp=tp)
         b, c = row["batch_size"], row["context"]
+        if row["reason"].startswith(f"tp={tp} refused"):
+            assert tp > 1 and not row["feasible"] and np.isnan(row["latency_ms"])
+            with pytest.raises(SpecError, match=f"tp={tp}"):
+                roofkit.fits(row["workload"], row["device"], seqs=b, context=c, **kw)
+            continue
         if mode == "decode":
             est = roofkit.decode(row["workload"], row["device"], batch=b, context=c, **kw)
             step, tokens = row["itl_ms"], b
@@ -56,26 +66,64 @@ grid = dict(
     precisions=st.lists(st.sampled_from(PRECISIONS), min_size=1, max_size=2, unique=True),
     batches=st.lists(st.integers(1, 4096), min_size=1, max_size=3),
     kv=st.sampled_from([None, "fp8", "bf16"]),
+    tps=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=2, unique=True),
 )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**grid, contexts=st.lists(st.integers(0, 131072), min_size=1, max_size=3))
 def test_decode_rows_equal_the_scalar_decode(registry, workload, devices, precisions, batches,
-                                             kv, contexts):
+                                             kv, tps, contexts):
     t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts, mode="decode",
-                      kv_cache_dtype=kv, registry=registry)
-    assert len(t) == len(devices) * len(precisions) * len(batches) * len(contexts)
-    _check(t, registry, "decode", precisions, kv, len(batches) * len(contexts))
+                      kv_cache_dtype=kv, tp=tps, registry=registry)
+    assert len(t) == len(devices) * len(precisions) * len(tps) * len(batches) * len(contexts)
+    _check(t, registry, "decode", precisions, kv, len(batches) * len(contexts), tps)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**grid, contexts=st.lists(st.integers(1, 32768), min_size=1, max_size=3))
 def test_prefill_rows_equal_the_scalar_prefill(registry, workload, devices, precisions,
-                                               batches, kv, contexts):
+                                               batches, kv, tps, contexts):
     t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts,
-                      mode="prefill", kv_cache_dtype=kv, registry=registry)
-    _check(t, registry, "prefill", precisions, kv, len(batches) * len(contexts))
+                      mode="prefill", kv_cache_dtype=kv, tp=tps, registry=registry)
+    _check(t, registry, "prefill", precisions, kv, len(batches) * len(contexts), tps)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "qwen3-next-80b-a3b"]),
+       batches=st.lists(st.integers(1, 512), min_size=1, max_size=3),
+       contexts=st.lists(st.integers(0, 32768), min_size=1, max_size=2),
+       tps=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3, unique=True))
+def test_calibrated_decode_rows_equal_the_scalar_decode(registry, workload, batches, contexts,
+                                                        tps):
+    t = roofkit.sweep(workload, ["h100", "mi300x"], ["fp8"], batches, contexts=contexts,
+                      mode="decode", tp=tps, basis="calibrated", registry=registry)
+    assert t.meta["cost_model"] == "roofline_calibrated"
+    for i, row in enumerate(t):
+        est = roofkit.decode(row["workload"], row["device"], batch=row["batch_size"],
+                             context=row["context"], precision="fp8", tp=row["tp"],
+                             basis="calibrated", registry=registry)
+        assert _close(row["itl_ms"], est.time * 1e3), i
+        assert row["bottleneck"] == est.bound
+
+
+def test_tensor_parallelism_splits_the_step_and_the_memory(registry):
+    t = roofkit.sweep("llama-3.1-70b", ["h100"], ["bf16"], [8], contexts=[4096],
+                      mode="decode", tp=[1, 2, 4, 8], registry=registry)
+    rows = {r["tp"]: r for r in t}
+    assert not rows[1]["feasible"] and rows[4]["feasible"]  # 141 GB of weights
+    assert rows[2]["weights_bytes"] == pytest.approx(rows[1]["weights_bytes"] / 2, rel=1e-3)
+    assert rows[1]["itl_ms"] > rows[2]["itl_ms"] > rows[4]["itl_ms"]
+
+
+def test_a_tp_the_device_cannot_join_is_infeasible_with_the_reason(registry):
+    t = roofkit.sweep("llama-3.1-8b", ["l4", "h100-pcie"], ["bf16"], [1], contexts=[128],
+                      mode="decode", tp=[2, 4], registry=registry)
+    reasons = {(r["device"], r["tp"]): r for r in t}
+    assert "no [interconnect]" in reasons[("l4", 2)]["reason"]
+    assert "exceeds the 2 devices" in reasons[("h100-pcie", 4)]["reason"]
+    assert reasons[("h100-pcie", 2)]["feasible"]
+    assert np.isnan(reasons[("l4", 2)]["itl_ms"]) and not reasons[("l4", 2)]["feasible"]
 
 
 def test_decode_table_has_inputs_itl_and_feasibility(registry):
@@ -104,7 +152,7 @@ def test_precision_none_is_labelled_with_the_workload_format(registry):
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"tp": [2]}, "tensor parallelism"),
+    ({"tp": [0]}, ">= 1"),
     ({"training": True}, "training"),
     ({"efficiency": 0.7}, "efficiency"),
     ({"contexts": [-1]}, ">= 0"),

@@ -72,12 +72,21 @@ def test_unknown_column_lists_the_known_ones_and_exits_1(capsys):
     assert "unknown column 'bogus'" in err and "latency_ms" in err and "throughput_per_s" in err
 
 
-def test_bad_pareto_and_tp_are_refused(capsys):
+def test_bad_pareto_and_engine_tp_are_refused(capsys):
     code, _, err = run(capsys, "sweep", "resnet-50", "h100", "--pareto", "latency")
     assert code == 1 and "two columns" in err
-    code, _, err = run(capsys, "sweep", "llama-3.1-8b", "h100", "--mode", "decode",
-                       "--tp", "2")
+    code, _, err = run(capsys, "sweep", "llama-3.1-8b", "h100", "--tp", "2")
     assert code == 1 and "tensor parallelism" in err
+
+
+def test_decode_sweeps_a_tp_axis(capsys):
+    code, out, _ = run(capsys, "sweep", "llama-3.1-70b", "h100", "--mode", "decode",
+                       "--tp", "1,2,4,8", "-b", "1", "--context", "2048", "--json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert sorted(r["tp"] for r in rows) == [2, 4, 8]  # tp 1 does not fit, so it is dropped
+    by_tp = {r["tp"]: r for r in rows}
+    assert by_tp[4]["itl_ms"] < by_tp[2]["itl_ms"]
 
 
 def test_without_query_flags_the_engine_sweep_output_is_unchanged(capsys):

@@ -41,7 +41,9 @@ def roofkit_register_cost_models():
     """Register cost models, chosen by name (``cost_model="roofline"``).
 
     :return: an iterable of :class:`roofkit.types.CostModel`, whose ``node_time`` turns a
-        node's FLOPs and bytes into seconds on a device (floats or numpy arrays).
+        node's FLOPs and bytes into seconds on a device (floats or numpy arrays); a model
+        that needs the node or the calibrated roofline's terms also gives ``bind``, called
+        once per node when a plan compiles (never in the solver loop).
 
     Called once per registry build; every plugin's results are collected.
     """

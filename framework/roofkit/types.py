@@ -72,11 +72,20 @@ class CostModel:
 
     ``node_time(flops, bytes, peak, bandwidth, launch)`` returns seconds and works on floats
     and numpy arrays alike: ``roofline`` is max(bytes / bandwidth, flops / peak).
+
+    A cost model that needs more than the slot's flat peak (GEMM-size efficiency, a partial
+    overlap of compute and memory, a measured attention throughput) gives ``bind``: called
+    once per node when a plan is compiled, with a :class:`roofkit.circuit.plan.NodeContext`
+    (the node's op kind, role, compute kind, mode, slot, peak and the device roofline), it
+    returns ``time(flops, bytes, gemms) -> (seconds, compute seconds)``, floats or arrays,
+    where ``gemms`` is the number of independent GEMMs the node's FLOPs split into. The
+    plan then calls that function, not ``node_time``.
     """
 
     name: str
     node_time: Callable[..., Any]
     description: str = ""
+    bind: Callable[..., Any] | None = None
 
 
 @attrs.frozen

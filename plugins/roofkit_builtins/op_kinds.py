@@ -52,6 +52,9 @@ OP_KINDS = (
            "per token; kv_b is read as the absorbed up-projections"),
     OpKind("lm_head", "weight", ("vocab", "hidden", "tied"), weight_bearing=True,
            description="hidden -> vocab logits; tied = shares the embedding table"),
+    OpKind("all_reduce", "communication", ("width", "devices"),
+           description="ring all-reduce of a rows x width activation over `devices` "
+           "tensor-parallel devices"),
 )
 
 

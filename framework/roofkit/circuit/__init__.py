@@ -5,10 +5,17 @@ A template workload lowers through its circuit template (``specs/circuits``) int
 (``specs/ops``) whose expressions give FLOPs and bytes; a registered cost model turns
 them into time on a device roofline whose basis is named.
 
+The circuit is the one description of a model's work: ``roofkit.serve`` (request-level
+serving), ``roofkit.sweep`` (design spaces) and ``Engine.solve(cost_model=...)`` all cost
+its plans. Tensor parallelism is the template's: ``tp`` is a name every template expression
+may read, and collectives are nodes (``all_reduce``) costed on the device's link.
+
 Modules: ``expr`` (the expression language), ``spec`` (template and rule specs and their
-checks), ``template`` (merging and lowering), ``ir``, ``formats`` (the precision table),
-``roofline`` (device constants and basis), ``model`` (a lowered, prepared workload),
-``plan`` (compiled per device), ``results``, ``stats`` (params and FLOPs), ``api``.
+checks), ``template`` (merging, lowering, tensor-parallel checks), ``ir``, ``formats`` (the
+precision table), ``roofline`` (device constants and basis), ``calibrated`` (GEMM-size
+efficiency, compute/memory overlap), ``collective`` (the link's ring models), ``model`` (a
+lowered, prepared workload), ``plan`` (compiled per device), ``results``, ``stats`` (params
+and FLOPs), ``api``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ _LAZY = {
     "footprint": "roofkit.circuit.api", "fits": "roofkit.circuit.api",
     "workload_stats": "roofkit.circuit.stats", "WorkloadStats": "roofkit.circuit.stats",
     "DeviceRoofline": "roofkit.circuit.roofline", "device_roofline": "roofkit.circuit.roofline",
+    "LinkModel": "roofkit.circuit.collective", "Ring": "roofkit.circuit.collective",
     "build_model": "roofkit.circuit.model", "rule_cost": "roofkit.circuit.model",
     "Circuit": "roofkit.circuit.ir", "Node": "roofkit.circuit.ir", "Edge": "roofkit.circuit.ir",
     "Estimate": "roofkit.circuit.results", "Footprint": "roofkit.circuit.results",

@@ -10,7 +10,18 @@ returns a result with per-node rows, totals and the basis of its numbers::
 Settings (keyword arguments): ``kv_cache_dtype`` (bf16, fp8...), ``ssm_h_dtype`` (f32,
 f16, bf16), ``formats={"experts": "nvfp4", "activations": "fp8"}`` (see
 :mod:`roofkit.circuit.formats`), ``basis`` ("datasheet" or "calibrated"), and for the
-footprint ``draft`` (count a draft/MTP section's weights; default True).
+footprint ``draft`` (count a draft/MTP section's weights; default True). ``cost_model``
+defaults by basis: ``roofline`` (max of compute and memory) on the datasheet basis,
+``roofline_calibrated`` (GEMM-size efficiency, partial overlap, measured attention) on the
+calibrated one.
+
+Tensor parallelism: ``tp=N`` costs one of N devices of one node. The template describes the
+shard (Megatron-style: ``heads / N`` query heads, ``max(kv_heads / N, 1)`` KV heads, ``ffn /
+N`` of every FFN and expert, ``vocab / N`` of the embedding and LM head; norms and routers
+replicated) and adds an ``all_reduce`` node after each row-parallel projection (two per
+transformer layer), costed on the device's interconnect:
+``t = 2 (N-1)/N * bytes / link_bw + 2 (N-1) * latency``. Rows, totals and the footprint are
+one device's; ``N`` must stay within the interconnect's ``max_devices``.
 
 Decode at a batch of B sequences at context C costs every node with rows = seqs = B and
 context C. Prefill of T tokens (per sequence, ``seqs`` sequences) costs rows = seqs·T at
@@ -23,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnknownNameError
+from ..errors import SpecError, UnknownNameError
 from ..registry import default_registry
 from .model import build_model
 from .plan import build_plan
@@ -43,28 +54,72 @@ def _ref_key(ref):
     return ref.lower() if isinstance(ref, str) else id(ref)
 
 
-def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings):
+#: the cost model each basis runs when none is named
+DEFAULT_COST_MODELS = {"datasheet": "roofline", "calibrated": "roofline_calibrated"}
+
+
+def default_cost_model(basis: str | None) -> str:
+    """``roofline`` on the datasheet basis, ``roofline_calibrated`` on the calibrated one."""
+    return DEFAULT_COST_MODELS.get(basis or "datasheet", "roofline")
+
+
+def as_tp(tp) -> int:
+    """``tp`` as an int >= 1 (a SpecError otherwise)."""
+    if isinstance(tp, bool) or not isinstance(tp, int | np.integer) or tp < 1:
+        raise SpecError(f"tp must be an integer >= 1, got {tp!r}")
+    return int(tp)
+
+
+def check_device_tp(device, tp: int) -> None:
+    """``tp > 1`` needs the device's ``[interconnect]``, joining at least ``tp`` devices."""
+    if tp == 1:
+        return
+    ic = device.interconnect
+    if ic is None:
+        raise SpecError(f"{device.name} has no [interconnect]; tp={tp} needs a "
+                        "device-to-device link")
+    if tp > ic.max_devices:
+        raise SpecError(f"tp={tp} exceeds the {ic.max_devices} devices {device.name}'s "
+                        f"{ic.name or 'interconnect'} joins in one node")
+
+
+def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings, tp=1):
     fmts = settings.get("formats")
+    basis = settings.get("basis", "datasheet")
+    if cost_model is None:
+        cost_model = default_cost_model(basis)
     key = ("circuit-plan", _ref_key(workload), _ref_key(device), mode,
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
-           tuple(sorted(fmts.items())) if fmts else None, settings.get("basis", "datasheet"),
-           getattr(cost_model, "name", cost_model))
+           tuple(sorted(fmts.items())) if fmts else None, basis,
+           getattr(cost_model, "name", cost_model), tp)
     hit = reg._memo.get(key)
     if hit is not None and (isinstance(workload, str) or hit[0] is workload) and \
             (isinstance(device, str) or hit[1] is device):
         return hit[2]
+    tp = as_tp(tp)
     w = reg.workload(workload)
     d = reg.device(device)
+    check_device_tp(d, tp)
     model = build_model(w, reg, precision=precision, formats=fmts,
-                        kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"))
+                        kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"),
+                        tp=tp)
     if mode == "decode" and not model.circuit.decoder:
         raise ValueError(f"{w.name} is an encoder (template {model.template.name!r}): it has "
                          "no decode step; use prefill")
-    roof = device_roofline(d, settings.get("basis", "datasheet"), reg)
+    roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
     plan = build_plan(model, roof, cm, mode)
     reg._memo[key] = (workload, device, plan)
     return plan
+
+
+def plan(workload, device, mode="decode", precision=None, kv_cache_dtype=None,
+         cost_model=None, registry=None, tp=1, **settings):
+    """The compiled :class:`~roofkit.circuit.plan.Plan` the estimates run (cached)."""
+    _check_settings(settings)
+    reg = default_registry() if registry is None else registry
+    return _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings,
+                 tp)
 
 
 def _as_count(name, v, low):
@@ -83,36 +138,38 @@ def _estimate(plan, mode, rows, context, seqs, head_rows, batch, tokens, setting
               kv_cache_dtype, precision):
     out = plan.run(rows, context, seqs, head_rows)
     node_rows = []
-    for p, flops, b, t, t_mem, t_cmp in out:
+    for p, flops, b, t, t_mem, t_cmp, t_link, link_bytes in out:
         n = p.node
         node_rows.append(NodeCost(
             node=n.id, op=n.op, section=n.section, count=n.count, flops=flops,
             bytes=b[0] + b[1] + b[2] + b[3] + b[4] + b[5], time=t,
-            bound=bound_of(t_mem, t_cmp, t), slot=p.slot, weight_bytes=b[0], act_bytes=b[1],
-            kv_bytes=b[2] + b[3], state_bytes=b[4] + b[5], t_memory=t_mem, t_compute=t_cmp))
+            bound=bound_of(t_mem, t_cmp, t, t_link), slot="link" if p.link else p.slot,
+            weight_bytes=b[0],
+            act_bytes=b[1], kv_bytes=b[2] + b[3], state_bytes=b[4] + b[5], t_memory=t_mem,
+            t_compute=t_cmp, t_link=t_link, link_bytes=link_bytes))
     model = plan.model
     shown = {"precision": getattr(precision, "name", precision),
              "kv_cache_dtype": model.formats.kv.name,
              "activations": model.formats.activation.name,
              **{k: v for k, v in settings.items()}}
-    basis = plan.basis
-    notes = list(plan.notes)
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,
-                    cost_model=plan.cost_model.name, basis=basis,
+                    cost_model=plan.cost_model.name, basis=plan.basis,
                     measured=plan.roofline.measured, rows=tuple(node_rows), batch=batch,
-                    context=context, tokens=tokens, notes=tuple(notes), settings=shown)
+                    context=context, tokens=tokens, notes=tuple(plan.notes), settings=shown,
+                    tp=model.tp)
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,
-           cost_model="roofline", registry=None, **settings) -> Estimate:
-    """One decode step of ``batch`` sequences, each at ``context`` tokens.
+           cost_model=None, registry=None, tp=1, **settings) -> Estimate:
+    """One decode step of ``batch`` sequences, each at ``context`` tokens, on one of ``tp``
+    devices.
 
     ``batch`` and ``context`` may be arrays (numpy broadcasting): one call costs many.
     """
     _check_settings(settings)
     reg = default_registry() if registry is None else registry
     plan = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
-                 settings)
+                 settings, tp)
     b = _as_count("batch", batch, 1)
     c = _as_count("context", context, 0)
     return _estimate(plan, "decode", b, c, b, None, batch, 0, settings, kv_cache_dtype,
@@ -120,8 +177,9 @@ def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dty
 
 
 def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtype=None,
-            cost_model="roofline", registry=None, **settings) -> Estimate:
-    """Prefill of ``tokens`` prompt tokens in each of ``seqs`` sequences.
+            cost_model=None, registry=None, tp=1, **settings) -> Estimate:
+    """Prefill of ``tokens`` prompt tokens in each of ``seqs`` sequences, on one of ``tp``
+    devices.
 
     rows = seqs * tokens at context max(tokens // 2, 1), the causal half; the head runs
     one row per sequence (logits of the last token).
@@ -129,7 +187,7 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
     _check_settings(settings)
     reg = default_registry() if registry is None else registry
     plan = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype, cost_model,
-                 settings)
+                 settings, tp)
     t = _as_count("tokens", tokens, 1)
     s = _as_count("seqs", seqs, 1)
     half = np.maximum(t // 2, 1) if isinstance(t, np.ndarray) else max(t // 2, 1.0)
@@ -138,8 +196,9 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
 
 
 def footprint(workload, device=None, precision=None, kv_cache_dtype=None, registry=None,
-              **settings) -> Footprint:
-    """Weights, KV bytes per token, recurrent state per sequence and the weight floor.
+              tp=1, **settings) -> Footprint:
+    """Weights, KV bytes per token, recurrent state per sequence and the weight floor, of
+    one of ``tp`` devices.
 
     With a ``device`` the weight floor's time at its bandwidth is given too.
     """
@@ -148,12 +207,16 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
            _ref_key(device), getattr(precision, "name", precision), kv_cache_dtype,
-           repr(sorted(settings.items())))
+           repr(sorted(settings.items())), tp)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w:
         return hit[1]
+    tp = as_tp(tp)
+    if device is not None:
+        check_device_tp(reg.device(device), tp)
     model = build_model(w, reg, precision=precision, formats=settings.get("formats"),
-                        kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"))
+                        kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"),
+                        tp=tp)
     draft = settings.get("draft", True)
     weights = kvpt = state = 0.0
     by_role: dict[str, float] = {}
@@ -183,7 +246,8 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
                    ssm_h_dtype=model.formats.state.name, weights_by_role=by_role,
                    weights_by_section=by_section, device=None if d is None else d.name,
                    weight_floor_time=None if roof is None else floor / roof.bandwidth,
-                   basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms))
+                   basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms),
+                   tp=tp)
     reg._memo[key] = (w, fp)
     return fp
 
@@ -191,28 +255,25 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
 def weight_floor_bytes(model) -> float:
     """Weight bytes one decode row reads: the decode rule's weight bytes at rows = 1 over the
     embed, main and head sections (routed experts at top_k, one embedding row)."""
-    from . import expr as _expr
-    from .model import node_trees
-
     total = 0.0
     for n in model.nodes:
         if n.section == "draft":
             continue
-        tree = node_trees(model.rules[n.op.lower()], "decode", model.memory[n.id].env)[1]
-        fn = _expr.compile_function(("rows", "context", "seqs"), [tree])
-        total += float(fn(1.0, 0.0, 1.0)[0]) * n.count
+        scalar = model.node_functions(n, "decode")[1]
+        total += float(scalar(1.0, 0.0, 1.0)[1]) * n.count
     return total
 
 
 def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=None,
-         registry=None, **settings) -> Fit:
-    """Whether ``seqs`` sequences of ``context`` tokens fit in ``device``'s usable memory."""
+         registry=None, tp=1, **settings) -> Fit:
+    """Whether ``seqs`` sequences of ``context`` tokens fit in the usable memory of each of
+    ``tp`` devices."""
     _check_settings(settings)
     reg = default_registry() if registry is None else registry
     s = _as_count("seqs", seqs, 1)
     c = _as_count("context", context, 0)
     fp = footprint(workload, device, precision=precision, kv_cache_dtype=kv_cache_dtype,
-                   registry=reg, **settings)
+                   registry=reg, tp=tp, **settings)
     d = reg.device(device)
     mem = d.memory
     usable = mem.capacity * mem.usable_fraction
@@ -224,4 +285,5 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
                fits=bool(required <= usable), required=float(required), usable=usable,
                capacity=mem.capacity, usable_fraction=mem.usable_fraction,
                usable_reason=mem.usable_reason or "the whole capacity (no usable_fraction "
-               "given)", margin=float(usable - required), max_seqs=max_seqs, footprint=fp)
+               "given)", margin=float(usable - required), max_seqs=max_seqs, footprint=fp,
+               tp=fp.tp)

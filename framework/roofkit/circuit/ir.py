@@ -84,6 +84,11 @@ class Circuit:
     def layers(self) -> int:
         return int(self.dims.get("layers", 0))
 
+    @property
+    def tp(self) -> int:
+        """Tensor-parallel devices: the nodes are one device's shard (1: the whole model)."""
+        return int(self.dims.get("tp", 1))
+
     def pattern(self) -> str:
         """The per-layer pattern in words: ``36 x (gdn, moe) + 12 x (attention, moe)``."""
         return " + ".join(f"{b.repeat} x ({', '.join(b.parts)})" for b in self.blocks)

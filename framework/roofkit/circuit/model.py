@@ -50,10 +50,28 @@ class Model:
     kv_tokens: Mapping[str, object]  # node id -> compiled f(context) -> tokens kept
     kinds: Mapping[str, object] = attrs.field(factory=dict)  # op kinds by lowercased name
     settings_key: tuple = ()
+    compiled: dict = attrs.field(factory=dict)  # (node id, mode) -> compiled functions
+
+    def node_functions(self, node: Node, mode: str):
+        """``(trees, scalar f, vector f)`` of ``node``'s cost fields in ``mode``, over rows,
+        context and seqs; compiled once per model (every device and basis reuses them)."""
+        key = (node.id, mode)
+        hit = self.compiled.get(key)
+        if hit is None:
+            trees = node_trees(self.rules[node.op.lower()], mode, self.memory[node.id].env)
+            hit = (trees, _expr.compile_function(RUNTIME, trees),
+                   _expr.compile_function(RUNTIME, trees, vector=True))
+            self.compiled[key] = hit
+        return hit
 
     @property
     def nodes(self) -> tuple[Node, ...]:
         return self.circuit.nodes
+
+    @property
+    def tp(self) -> int:
+        """The tensor-parallel devices this model is one shard of (1: a whole model)."""
+        return self.circuit.tp
 
 
 def _rules(registry) -> dict[str, OpRule]:
@@ -135,20 +153,22 @@ def settings_key(precision, formats, kv_cache_dtype, ssm_h_dtype) -> tuple:
 
 
 def build_model(workload, registry=None, *, precision=None, formats=None, kv_cache_dtype=None,
-                ssm_h_dtype=None) -> Model:
-    """Lower and prepare ``workload`` (a name, path or spec); cached per registry."""
+                ssm_h_dtype=None, tp: int = 1) -> Model:
+    """Lower and prepare ``workload`` (a name, path or spec) for one of ``tp`` tensor-parallel
+    devices (its per-device shard); cached per registry."""
     registry = resolve_registry(registry)
     w = registry.workload(workload)
-    key = ("circuit-model", id(w), settings_key(precision, formats, kv_cache_dtype, ssm_h_dtype))
+    key = ("circuit-model", id(w), settings_key(precision, formats, kv_cache_dtype, ssm_h_dtype),
+           tp)
     hit = registry._memo.get(key)
     if hit is not None and hit.workload is w:
         return hit
-    model = _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype)
+    model = _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype, tp)
     registry._memo[key] = model
     return model
 
 
-def _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype) -> Model:
+def _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype, tp=1) -> Model:
     template = template_of(registry, w)
     kinds = dict(registry.op_kinds)
     rules = _rules(registry)
@@ -161,8 +181,10 @@ def _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype) -> Mode
                         f"{template.name!r} ({', '.join(sorted(roles))}) @ "
                         f"{_origin(registry, w)}:formats")
     try:
-        circuit = lower(w, template, rules, kinds, fm)
+        circuit = lower(w, template, rules, kinds, fm, tp)
     except TemplateError as exc:
+        if exc.path == "tp":  # the call's tp, not the spec, is at fault
+            raise SpecError(f"{w.name}: {exc}") from None
         raise lower_error(exc, w, template, registry) from None
     memory, kv_tokens = {}, {}
     for n in circuit.nodes:

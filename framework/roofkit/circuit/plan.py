@@ -2,35 +2,64 @@
 
 Building a plan resolves, once, each node's op rule into one generated function
 ``f(rows, context, seqs) -> (flops, weight, act, kv_read, kv_write, state_read,
-state_write)`` with the node's dims and element sizes folded in as constants, and its
-compute peak from its operand formats. Running a plan is float (or numpy) arithmetic only:
-no pint, no hooks, no dict lookups by name.
+state_write, gemms, link_bytes, link_steps)`` with the node's dims and element sizes folded
+in as constants, its compute peak from its operand formats, and its cost model's timer.
+Running a plan is float (or numpy) arithmetic only: no pint, no hooks, no dict lookups by
+name.
 
-Per node instance, with the cost model's ``node_time``:
+Per node instance, ``bytes`` the sum of the six byte terms:
 
-    t = node_time(flops, bytes, peak, bandwidth, launch),  bytes = Σ of the six byte terms
+    t = node_time(flops, bytes, peak, bandwidth, launch)        (a plain cost model)
+    t = time(flops, bytes, gemms)                               (one that binds per node)
+    t += min over link algorithms (link_steps * alpha + link_bytes / beta)   (collectives)
 
-and the node's time is ``count * t`` (one instance per layer that runs it).
+and the node's time is ``count * t`` (one instance per layer that runs it). The link terms
+come from the device roofline's interconnect at the model's tensor-parallel group size
+(:mod:`roofkit.circuit.collective`).
 """
 
 from __future__ import annotations
+
+import ast
 
 import attrs
 import numpy as np
 
 from ..errors import SpecError
-from . import expr as _expr
+from .collective import fastest
 from .formats import operand_precision
 from .ir import Node
-from .model import Model, mode_rule, node_trees
+from .model import Model, mode_rule
 from .roofline import DeviceRoofline
 
 MODES = ("decode", "prefill")
 
 
+@attrs.frozen
+class NodeContext:
+    """What a cost model's ``bind`` is told about one node when a plan is compiled.
+
+    ``op`` and ``role`` are the op kind's name and role (``attention``, ``weight``...),
+    ``compute`` is ``matrix`` or ``vector``, ``mode`` ``decode`` or ``prefill``; ``slot`` and
+    ``peak`` the compute slot the node's operand formats select and its FLOP/s;
+    ``roofline`` the :class:`~roofkit.circuit.roofline.DeviceRoofline` (bandwidth, curves,
+    overlap, attention throughput...).
+    """
+
+    node: Node
+    op: str
+    role: str
+    compute: str
+    mode: str
+    slot: str
+    peak: float
+    precision: str
+    roofline: DeviceRoofline
+
+
 @attrs.frozen(eq=False)
 class NodePlan:
-    """One node, compiled: its functions, peak and the slot it runs at."""
+    """One node, compiled: its functions, peak, the slot it runs at and its timer."""
 
     node: Node
     count: int
@@ -40,6 +69,8 @@ class NodePlan:
     peak: float
     compute: str  # matrix | vector
     precision: str  # the format the node computes at ("" for vector ops)
+    timer: object = None  # the cost model's bound time(flops, bytes, gemms), or None
+    link: bool = False  # a collective: its link terms are costed on the interconnect
 
 
 @attrs.frozen(eq=False)
@@ -53,6 +84,12 @@ class Plan:
     nodes: tuple[NodePlan, ...]
     notes: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()  # precisions run at a fallback slot, for the basis
+    rings: tuple = ()  # the link's ring models at the model's tp (collectives only)
+
+    @property
+    def kernels(self) -> int:
+        """Node instances of one step: each is one kernel launch."""
+        return sum(p.count for p in self.nodes)
 
     @property
     def basis(self) -> str:
@@ -60,7 +97,8 @@ class Plan:
         return "; ".join((self.roofline.basis, *self.fallbacks))
 
     def run(self, rows, context, seqs, head_rows=None):
-        """Per node: (flops, bytes tuple, time, t_mem, t_cmp), totals over its ``count``.
+        """Per node: (node plan, flops, byte terms, time, t_mem, t_cmp, t_link, link bytes),
+        totals over its ``count``.
 
         ``head_rows`` replaces ``rows`` for the head section (prefill computes logits for the
         last token of each sequence only).
@@ -70,6 +108,7 @@ class Plan:
         bw = self.roofline.bandwidth
         launch = self.roofline.launch
         node_time = self.cost_model.node_time
+        rings = self.rings
         out = []
         for p in self.nodes:
             fn = p.vector if vec else p.scalar
@@ -77,16 +116,30 @@ class Plan:
             v = fn(r, context, seqs)
             flops = v[0]
             nbytes = v[1] + v[2] + v[3] + v[4] + v[5] + v[6]
-            t = node_time(flops, nbytes, p.peak, bw, launch)
+            if p.timer is None:
+                t = node_time(flops, nbytes, p.peak, bw, launch)
+                t_cmp = flops / p.peak
+            else:
+                t, t_cmp = p.timer(flops, nbytes, v[7])
             c = p.count
-            out.append((p, flops * c, tuple(x * c for x in v[1:]), t * c,
-                        nbytes / bw * c, flops / p.peak * c))
+            if p.link:
+                t_link = fastest(rings, v[8], v[9])
+                t = t + t_link
+                out.append((p, flops * c, tuple(x * c for x in v[1:7]), t * c,
+                            nbytes / bw * c, t_cmp * c, t_link * c, v[8] * c))
+            else:
+                out.append((p, flops * c, tuple(x * c for x in v[1:7]), t * c,
+                            nbytes / bw * c, t_cmp * c, 0.0, 0.0))
         return out
 
 
 def _compute_kind(rule, mode: str) -> str:
     m = mode_rule(rule, mode)
     return m.compute or rule.compute
+
+
+def _is_zero(tree) -> bool:
+    return isinstance(tree, ast.Constant) and tree.value == 0
 
 
 def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
@@ -98,17 +151,17 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
     notes: dict[str, None] = {}
     fallbacks: dict[str, None] = {}
     nodes = []
+    bind = getattr(cost_model, "bind", None)
+    links = False
     for n in model.nodes:
         if n.section not in sections:
             continue
         rule = model.rules[n.op.lower()]
-        env = model.memory[n.id].env
-        trees = node_trees(rule, mode, env)
-        scalar = _expr.compile_function(("rows", "context", "seqs"), trees)
-        vector = _expr.compile_function(("rows", "context", "seqs"), trees, vector=True)
+        trees, scalar, vector = model.node_functions(n, mode)
         kind = _compute_kind(rule, mode)
+        op_kind = model.kinds[n.op.lower()]
         if kind == "matrix":
-            if model.kinds[n.op.lower()].role == "attention":
+            if op_kind.role == "attention":
                 prec = operand_precision(fm.kv, fm.activation)  # Q against the cached K/V
             else:
                 prec = operand_precision(fm.weight(n.role) if n.format else None,
@@ -123,10 +176,30 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
             pname = ""
         if not peak > 0:
             raise SpecError(f"device {roofline.device!r}: peak of slot {slot!r} is not positive")
+        timer = None
+        if bind is not None:
+            timer = bind(NodeContext(node=n, op=op_kind.name, role=op_kind.role, compute=kind,
+                                     mode=mode, slot=slot, peak=peak, precision=pname,
+                                     roofline=roofline))
+        link = not (_is_zero(trees[-2]) and _is_zero(trees[-1]))
+        links = links or link
         nodes.append(NodePlan(node=n, count=n.count, scalar=scalar, vector=vector, slot=slot,
-                              peak=peak, compute=kind, precision=pname))
+                              peak=peak, compute=kind, precision=pname, timer=timer,
+                              link=link))
+    rings = ()
+    if links:
+        if roofline.link is None:
+            raise SpecError(f"{roofline.device} has no [interconnect]: the collectives of "
+                            f"tp={model.tp} need a device-to-device link")
+        rings = roofline.link.rings(model.tp)
+        kind = "measured" if roofline.link.basis == "calibrated" else "datasheet"
+        each = ", ".join(f"{r.name} alpha {r.alpha * 1e6:.3g} us, beta {r.beta / 1e9:.4g} GB/s"
+                         for r in rings)
+        notes[f"collectives over {model.tp} devices on the {kind} link, the fastest of: "
+              f"{each}"] = None
     if any(p.compute == "vector" for p in nodes):
         notes[f"vector ops (norms, activations, recurrences) at the {roofline.vector_slot} "
               "peak"] = None
     return Plan(model=model, roofline=roofline, cost_model=cost_model, mode=mode,
-                nodes=tuple(nodes), notes=tuple(notes), fallbacks=tuple(fallbacks))
+                nodes=tuple(nodes), notes=tuple(notes), fallbacks=tuple(fallbacks),
+                rings=rings)

@@ -2,8 +2,12 @@
 
 Values are SI floats (s, FLOP, B), or numpy arrays when the estimate ran at many batch
 sizes or contexts at once. ``bound`` is ``memory`` when bytes / bandwidth is the larger
-roofline term, ``compute`` when FLOPs / peak is, ``overhead`` when a cost model's extra term
-(kernel launch) exceeds both.
+roofline term, ``compute`` when FLOPs / peak is, ``interconnect`` when a collective's link
+time exceeds both, ``overhead`` when a cost model's extra term (kernel launch) exceeds them.
+
+With tensor parallelism (``tp`` devices) every row is one device's: its shard of the
+weights, heads and KV, and the collectives it takes part in. The devices run in lockstep,
+so a step's time is one device's time.
 """
 
 from __future__ import annotations
@@ -27,14 +31,21 @@ def _plain(v):
     return v
 
 
-def bound_of(t_mem, t_cmp, time):
-    """'memory', 'compute' or 'overhead' (arrays give arrays of words)."""
+def bound_of(t_mem, t_cmp, time, t_link=0.0):
+    """'memory', 'compute', 'interconnect' or 'overhead' (arrays give arrays of words)."""
     roof = np.maximum(t_mem, t_cmp)
-    if isinstance(roof, np.ndarray):
+    linked = isinstance(t_link, np.ndarray) or t_link > 0
+    if isinstance(roof, np.ndarray) or isinstance(time, np.ndarray) or \
+            isinstance(t_link, np.ndarray):
         word = np.where(t_mem >= t_cmp, "memory", "compute")
-        return np.where(time - roof > roof, "overhead", word)
-    if time - roof > roof:
+        if not linked:
+            return np.where(time - roof > roof, "overhead", word)
+        word = np.where((t_link > 0) & (t_link >= roof), "interconnect", word)
+        return np.where(time - roof - t_link > np.maximum(roof, t_link), "overhead", word)
+    if time - roof - t_link > max(roof, t_link):
         return "overhead"
+    if linked and t_link >= roof:
+        return "interconnect"
     return "memory" if t_mem >= t_cmp else "compute"
 
 
@@ -57,6 +68,8 @@ class NodeCost:
     state_bytes: object = 0.0
     t_memory: object = 0.0
     t_compute: object = 0.0
+    t_link: object = 0.0
+    link_bytes: object = 0.0
 
     def to_dict(self) -> dict:
         return {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
@@ -68,7 +81,7 @@ class Estimate:
 
     ``time`` is the sum of node times (s); ``bound`` the term that dominates the sum.
     Decode: ``batch`` sequences each at ``context`` tokens. Prefill: ``tokens`` tokens at a
-    causal half-context ``tokens / 2``.
+    causal half-context ``tokens / 2``. With ``tp > 1`` rows and totals are one device's.
     """
 
     mode: str
@@ -83,6 +96,7 @@ class Estimate:
     tokens: object = 0
     notes: tuple[str, ...] = ()
     settings: Mapping[str, object] = attrs.field(factory=dict)
+    tp: int = 1
 
     def _sum(self, field):
         return sum(getattr(r, field) for r in self.rows)
@@ -110,9 +124,20 @@ class Estimate:
         return self._sum("t_compute")
 
     @property
+    def link_time(self):
+        """Σ collective link time over nodes (0 without tensor parallelism), s."""
+        return self._sum("t_link")
+
+    @property
+    def kernels(self) -> int:
+        """Node instances of one step (each one kernel launch), collectives included."""
+        return int(sum(r.count for r in self.rows))
+
+    @property
     def bound(self):
-        """The term that dominates the step: 'memory', 'compute' or 'overhead'."""
-        return bound_of(self.memory_time, self.compute_time, self.time)
+        """The term that dominates the step: 'memory', 'compute', 'interconnect' or
+        'overhead'."""
+        return bound_of(self.memory_time, self.compute_time, self.time, self.link_time)
 
     @property
     def tokens_per_second(self):
@@ -135,19 +160,20 @@ class Estimate:
             for name, rs in groups.items():
                 s = {f: sum(getattr(r, f) for r in rs) for f in
                      ("flops", "bytes", "time", "weight_bytes", "act_bytes", "kv_bytes",
-                      "state_bytes", "t_memory", "t_compute")}
+                      "state_bytes", "t_memory", "t_compute", "t_link", "link_bytes")}
                 rows.append(NodeCost(
                     node=name, op=rs[0].op if key == "op" else "*",
                     section=rs[0].section if key == "section" else
                     ",".join(dict.fromkeys(r.section for r in rs)),
                     count=sum(r.count for r in rs),
-                    bound=bound_of(s["t_memory"], s["t_compute"], s["time"]),
+                    bound=bound_of(s["t_memory"], s["t_compute"], s["time"], s["t_link"]),
                     slot=",".join(dict.fromkeys(r.slot for r in rs)), **s))
         return sorted(rows, key=lambda r: -float(np.max(r.time)))
 
     def to_dict(self, by: str = "node") -> dict:
         return {
             "mode": self.mode, "workload": self.workload, "device": self.device,
+            "tp": self.tp, "per_device": True,
             "cost_model": self.cost_model, "batch": _plain(self.batch),
             "context": _plain(self.context), "tokens": _plain(self.tokens),
             "settings": _plain(dict(self.settings)),
@@ -155,6 +181,8 @@ class Estimate:
             "totals": {"time_s": _plain(self.time), "flops": _plain(self.flops),
                        "bytes": _plain(self.bytes), "memory_time_s": _plain(self.memory_time),
                        "compute_time_s": _plain(self.compute_time),
+                       "link_time_s": _plain(self.link_time),
+                       "kernels": self.kernels,
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
@@ -175,6 +203,8 @@ class Footprint:
     where kv(context) = Σ_attention kv_per_token * min(context, window).
     ``weight_floor`` is the weight bytes one decode row reads (routed experts at top_k);
     ``weight_floor_time`` = weight_floor / bandwidth on the device, the batch-1 floor.
+    With ``tp > 1`` every figure is one device's shard (KV heads replicated when there are
+    fewer than devices).
     """
 
     workload: str
@@ -190,6 +220,7 @@ class Footprint:
     weight_floor_time: float | None = None
     basis: str = ""
     kv_terms: tuple = ()  # (kv_per_token * count, f(context) -> tokens kept) per attention node
+    tp: int = 1
 
     def kv_bytes(self, context):
         """KV bytes of one sequence at ``context`` tokens (windows cap what is kept)."""
@@ -228,6 +259,7 @@ class Fit:
     margin: float
     max_seqs: int
     footprint: Footprint
+    tp: int = 1
     not_counted: str = ("activations and workspaces, the CUDA context beyond the usable "
                         "fraction, allocator fragmentation")
 

@@ -1,10 +1,24 @@
-"""Device rooflines: the ceilings a node is costed against, and the basis they rest on.
+"""Device rooflines: the constants a node is costed against, and the basis they rest on.
 
-``basis="datasheet"`` takes the device spec's dense peaks per compute slot and its memory
-bandwidth: ceilings, not predictions. ``basis="calibrated"`` takes measured achievable
-constants from ``specs/calibration/`` when one is registered for the device (an entry with
-``device`` or ``devices``, ``bandwidth``, ``compute`` per slot and, optionally, ``launch``,
-``sources`` and ``measured``); without one the datasheet is used and the basis says so.
+``basis="datasheet"`` takes the device spec's ceilings: dense peaks per compute slot, memory
+bandwidth, the ``[interconnect]`` latency and bandwidth, the modeling overheads (kernel
+launch, step dispatch). It is a pure roofline: no GEMM-size efficiency, perfect overlap of
+compute and memory (``p = inf``), attention at the slot's peak.
+
+``basis="calibrated"`` takes the measured achievable constants of ``specs/calibration/``
+(one file per device, ``device = "<key>"``, and host files without one), each with its
+source; a constant without a measurement keeps its datasheet value and the basis says so:
+
+==================  ==========================================================================
+bandwidth           ``[bandwidth]``: a STREAM triad
+peaks per slot      ``[compute.<slot>]``: the best GEMM of a shape sweep (fp16 and bf16
+                    stand for each other where the datasheet lists equal peaks)
+GEMM efficiency     ``[gemm.<slot>]``: throughput against GEMM size (:mod:`.calibrated`)
+overlap ``p``       solved from ``[mixed.<slot>]``, a GEMM where compute and memory are equal
+attention           ``[attention.<name>]``: FlashAttention throughput, for prefill
+link                ``[allreduce.<name>]``: each algorithm fitted to the ring (:mod:`.collective`)
+kernel launch       the host's ``[launch.kernel]``
+==================  ==========================================================================
 
 A precision whose slot the device lacks (NVFP4 on an H100) runs at the first slot of its
 fallback chain the device has (:meth:`roofkit.types.Precision.slots`); the roofline records
@@ -13,6 +27,7 @@ the substitution as a note for the result's basis.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,6 +35,8 @@ import attrs
 
 from ..errors import SpecError
 from ..types import Precision
+from .calibrated import combine, efficiency, gemm_curve, overlap_exponent
+from .collective import LinkModel, Ring, fit
 
 BASES = ("datasheet", "calibrated")
 
@@ -29,8 +46,12 @@ class DeviceRoofline:
     """The constants one device is costed with, and where they come from.
 
     ``peaks`` maps a compute slot to FLOP/s; ``bandwidth`` is B/s of primary memory;
-    ``launch`` s per kernel. ``basis`` names the sources and what was derived; ``measured``
-    is true only for constants measured on this device class.
+    ``launch`` s per kernel; ``dispatch`` s per step (host). ``curves`` maps a slot to its
+    GEMM-efficiency curve, ``overlap`` is the ``p`` of ``(c^p + m^p)^(1/p)`` (infinite: the
+    roofline's max), ``attention_peak`` the measured prefill attention throughput (None: the
+    slot's peak), ``link`` the interconnect (None: the device has none). ``basis`` names
+    the sources and what was derived; ``measured`` is true only for constants measured on
+    this device class; ``provenance`` gives the source of each constant.
     """
 
     device: str
@@ -42,6 +63,14 @@ class DeviceRoofline:
     measured: bool
     sources: tuple[str, ...] = ()
     derived: tuple[str, ...] = ()
+    name: str = "datasheet"
+    dispatch: float = 0.0
+    curves: Mapping[str, tuple] = attrs.field(factory=dict)
+    overlap: float = math.inf
+    attention_peak: float | None = None
+    link: LinkModel | None = None
+    max_devices: int = 1
+    provenance: Mapping[str, str] = attrs.field(factory=dict)
 
     def slot_for(self, precision: Precision) -> tuple[str, float, str | None]:
         """(slot, peak, note): the precision's own slot, else its first fallback present.
@@ -63,6 +92,18 @@ class DeviceRoofline:
     def vector_peak(self) -> float:
         return self.peaks[self.vector_slot]
 
+    def efficiency(self, slot: str, gemm_flops):
+        """Measured GEMM throughput at ``gemm_flops`` over the sweep's best (1 without one)."""
+        return efficiency(self.curves.get(slot), gemm_flops)
+
+    def matmul_rate(self, slot: str, gemm_flops):
+        """``P_slot * eta_slot(gemm_flops)``, FLOP/s."""
+        return self.peaks[slot] * self.efficiency(slot, gemm_flops)
+
+    def combine(self, c, m):
+        """``(c^p + m^p)^(1/p)`` at this roofline's overlap ``p``."""
+        return combine(c, m, self.overlap)
+
 
 def _datasheet(device) -> DeviceRoofline:
     prov = device.provenance
@@ -80,10 +121,23 @@ def _datasheet(device) -> DeviceRoofline:
         text += f"; derived, not published: {', '.join(derived)}"
     text += ")"
     vector = "fp32" if "fp32" in device.compute else device.default_slot
+    provenance = {"memory.bandwidth": "datasheet",
+                  **{f"compute.{s}": "datasheet" for s in device.compute},
+                  "launch": "datasheet: device overheads.launch",
+                  "dispatch": "datasheet: device overheads.dispatch"}
+    ic = device.interconnect
+    link = None
+    if ic is not None:
+        link = LinkModel({"datasheet": {2: Ring(ic.latency or 0.0, ic.bandwidth,
+                                                "interconnect")}}, "datasheet")
+        provenance["interconnect"] = "datasheet"
     return DeviceRoofline(device=device.name, peaks=dict(device.compute),
                           bandwidth=device.memory.bandwidth, launch=device.overheads.launch,
                           vector_slot=vector, basis=text, measured=False,
-                          sources=tuple(sources), derived=tuple(derived))
+                          sources=tuple(sources), derived=tuple(derived), name="datasheet",
+                          dispatch=device.overheads.dispatch, link=link,
+                          max_devices=1 if ic is None else ic.max_devices,
+                          provenance=provenance)
 
 
 #: fp16 and bf16 run on one tensor-core datapath: a measurement of one stands for the other
@@ -91,74 +145,181 @@ def _datasheet(device) -> DeviceRoofline:
 _SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
 
 
-def _calibrations(registry, device):
-    """(device calibration, its origin, host calibration) from ``specs/calibration/``."""
-    cat = registry.catalogues.get("calibration") if registry is not None else None
-    dev = origin = host = None
+def _catalogue(registry):
+    cats = getattr(registry, "catalogues", None) if registry is not None else None
+    return cats.get("calibration") if cats else None
+
+
+def _device_calibration(registry, device):
+    """(the calibration measuring ``device``, its origin), or (None, None)."""
+    cat = _catalogue(registry)
     for key in cat or ():
         c = cat[key]
         target = getattr(c, "device", None)
-        if target is None:
-            host = host or c
-        elif target in (device.name, *device.aliases) and dev is None:
-            dev, origin = c, cat.origin(key)
-    return dev, origin, host
+        if target is not None and target in (device.name, *device.aliases):
+            return c, cat.origin(key)
+    return None, None
+
+
+def host_calibration(registry) -> dict:
+    """Host tables merged over every host calibration (no ``device``): ``launch`` (kernel
+    launch costs) and ``engines`` (per-step engine profiles)."""
+    launch, engines = {}, {}
+    cat = _catalogue(registry)
+    for key in cat or ():
+        c = cat[key]
+        if getattr(c, "device", None) is None:
+            launch.update(c.launch)
+            engines.update(c.engines)
+    return {"launch": launch, "engines": engines}
 
 
 def _value(m):
     return getattr(m, "value", m)
 
 
-def device_roofline(device, basis: str = "datasheet", registry=None) -> DeviceRoofline:
-    """The roofline of ``device`` on ``basis`` ("datasheet" or "calibrated").
+def _stands_for(slot, table, sheet_peaks):
+    """The measured slot of ``table`` that stands for ``slot``: its own, else its same-rate
+    twin where the datasheet lists equal peaks for both (None: none)."""
+    if slot in table:
+        return slot
+    twin = _SAME_RATE.get(slot)
+    if twin in table and twin in sheet_peaks and \
+            math.isclose(sheet_peaks[slot], sheet_peaks[twin]):
+        return twin
+    return None
 
-    Calibrated: bandwidth and per-slot peaks measured on this device class replace the
-    datasheet's; a slot without a measurement keeps its ceiling and the basis lists it;
-    the kernel launch is the host's measured ``launch.kernel``.
-    """
+
+def _measured_link(cal, device) -> LinkModel:
+    """Ring models fitted to each measured all-reduce algorithm, per group size."""
+    best_bus = 0.0
+    for m in cal.allreduce.values():
+        if m.bus_bandwidth:
+            size = max(m.bus_bandwidth, key=int)
+            best_bus = max(best_bus, m.bus_bandwidth[size])
+    if best_bus <= 0 and device.interconnect is not None:
+        best_bus = device.interconnect.bandwidth
+    models: dict[str, dict[int, Ring]] = {}
+    for key, m in sorted(cal.allreduce.items()):
+        points = m.points()
+        if not points:
+            continue
+        algo = m.algorithm or key
+        models.setdefault(algo, {})[m.devices] = fit(points, m.devices, best_bus, algo)
+    return LinkModel(models, "calibrated")
+
+
+def device_roofline(device, basis: str = "datasheet", registry=None) -> DeviceRoofline:
+    """The roofline of ``device`` on ``basis`` ("datasheet" or "calibrated"); cached per
+    registry (the constants do not change while a registry lives)."""
     if basis not in BASES:
-        raise ValueError(f"basis must be one of {', '.join(BASES)}, got {basis!r}")
+        raise SpecError(f"unknown basis {basis!r}; one of {', '.join(BASES)}")
+    if registry is None or not hasattr(registry, "_memo"):
+        return _build(device, basis, registry)
+    key = ("device-roofline", id(device), basis)
+    hit = registry._memo.get(key)
+    if hit is not None and hit[0] is device:
+        return hit[1]
+    roof = _build(device, basis, registry)
+    registry._memo[key] = (device, roof)
+    return roof
+
+
+def _build(device, basis, registry) -> DeviceRoofline:
     sheet = _datasheet(device)
     if basis == "datasheet":
         return sheet
-    cal, origin, host = _calibrations(registry, device)
+    prov = dict(sheet.provenance)
+    host = host_calibration(registry)
+    launch = sheet.launch
+    host_note = ""
+    if "kernel" in host["launch"]:
+        m = host["launch"]["kernel"]
+        launch = m.value
+        prov["launch"] = f"calibration host: launch.kernel ({m.source})"
+        host_note = "; host: measured kernel launch"
+    cal, origin = _device_calibration(registry, device)
     if cal is None:
-        return attrs.evolve(sheet, basis=f"no calibration for {device.name} in "
-                            f"specs/calibration/, so {sheet.basis}")
+        return attrs.evolve(sheet, name="calibrated", launch=launch, provenance=prov,
+                            basis=f"no calibration for {device.name} in specs/calibration/, "
+                            f"so {sheet.basis}{host_note}")
     peaks = dict(sheet.peaks)
     measured_keys, sources = [], []
 
-    def take(key, m):
+    def take(key, m, what):
         measured_keys.append(key)
         src = getattr(m, "source", "")
         if src and src not in sources:
             sources.append(src)
+        prov[key if key != "bandwidth" else "memory.bandwidth"] = \
+            f"calibration {cal.name}: {what} ({src})"
 
     bandwidth = sheet.bandwidth
-    if getattr(cal, "bandwidth", None) is not None:
+    if cal.bandwidth is not None:
         bandwidth = _value(cal.bandwidth)
-        take("bandwidth", cal.bandwidth)
-    comp = dict(getattr(cal, "compute", {}) or {})
+        take("bandwidth", cal.bandwidth, "bandwidth")
+    curves = {}
     for slot in list(peaks):
-        m = comp.get(slot)
-        twin = _SAME_RATE.get(slot)
-        if m is None and twin in comp and sheet.peaks.get(twin) == sheet.peaks[slot]:
-            m = comp[twin]
-        if m is not None:
-            peaks[slot] = _value(m)
-            take(f"compute.{slot}", m)
-    launch = sheet.launch
-    if host is not None and "kernel" in (getattr(host, "launch", {}) or {}):
-        launch = _value(host.launch["kernel"])
-        take("launch.kernel (host)", host.launch["kernel"])
+        src = _stands_for(slot, cal.compute, sheet.peaks)
+        if src is not None:
+            peaks[slot] = _value(cal.compute[src])
+            take(f"compute.{slot}", cal.compute[src], f"compute.{src}")
+        gsrc = _stands_for(slot, cal.gemm, sheet.peaks)
+        if gsrc is not None and cal.gemm[gsrc].points():
+            curves[slot] = gemm_curve(cal.gemm[gsrc].points())
+            take(f"gemm.{slot}", cal.gemm[gsrc], f"gemm.{gsrc}")
+    attention = None
+    if cal.attention:
+        akey = sorted(cal.attention)[0]
+        attention = _value(cal.attention[akey])
+        take("attention", cal.attention[akey], f"attention.{akey}")
+    link = sheet.link
+    if cal.allreduce:
+        link = _measured_link(cal, device)
+        measured_keys.append("interconnect")
+        prov["interconnect"] = "calibration {}: allreduce {} ({})".format(
+            cal.name, ", ".join(sorted(cal.allreduce)),
+            "; ".join(sorted({m.source for m in cal.allreduce.values()})))
+        for m in cal.allreduce.values():
+            if m.source not in sources:
+                sources.append(m.source)
+    roof = DeviceRoofline(
+        device=device.name, peaks=peaks, bandwidth=bandwidth, launch=launch,
+        vector_slot=sheet.vector_slot, basis="", measured=True, sources=tuple(sources),
+        derived=sheet.derived, name="calibrated", dispatch=sheet.dispatch, curves=curves,
+        attention_peak=attention, link=link, max_devices=sheet.max_devices, provenance=prov)
+    overlap = math.inf
+    if cal.mixed:
+        ps = [_overlap(roof, slot, row) for slot, row in sorted(cal.mixed.items())
+              if slot in peaks]
+        ps = [p for p in ps if p is not None]
+        if ps:
+            overlap = sum(ps) / len(ps)
+            measured_keys.append("overlap")
+            prov["overlap"] = "calibration {}: mixed {} ({})".format(
+                cal.name, ", ".join(sorted(cal.mixed)),
+                "; ".join(sorted({m.source for m in cal.mixed.values()})))
     kept = [f"compute.{s}" for s in peaks if f"compute.{s}" not in measured_keys]
     if "bandwidth" not in measured_keys:
         kept.insert(0, "bandwidth")
     where = f"calibration/{Path(str(origin)).name}"
     text = (f"measured achievable for {device.name} ({where}: {', '.join(measured_keys)}; "
             f"{len(sources)} source(s))")
+    if not math.isinf(overlap):
+        text += f"; compute/memory overlap p = {overlap:.3g}"
     if kept:
         text += f"; datasheet ceiling kept for {', '.join(kept)}"
-    return DeviceRoofline(device=device.name, peaks=peaks, bandwidth=bandwidth, launch=launch,
-                          vector_slot=sheet.vector_slot, basis=text, measured=True,
-                          sources=tuple(sources), derived=sheet.derived)
+    text += host_note
+    return attrs.evolve(roof, basis=text, overlap=overlap, provenance=prov)
+
+
+def _overlap(roof: DeviceRoofline, slot: str, row) -> float | None:
+    """The overlap exponent that reproduces the mixed-bound GEMM ``row`` on ``roof``."""
+    dims = row.dims()
+    if dims is None:
+        return None
+    m_, n_, k_ = dims
+    flops = 2.0 * m_ * n_ * k_
+    nbytes = m_ * k_ * row.a_bytes + k_ * n_ * row.b_bytes + m_ * n_ * row.c_bytes
+    c = float(flops / roof.matmul_rate(slot, flops))
+    return overlap_exponent(c, nbytes / roof.bandwidth, flops / row.throughput)

@@ -26,9 +26,14 @@ SECTIONS = ("embed", "main", "head", "draft")
 #: Names every op rule may read besides its op kind's params.
 RUNTIME_NAMES = ("rows", "context", "seqs")
 SIZE_NAMES = ("w_bytes", "a_bytes", "kv_bytes", "state_bytes")
-#: The cost fields of a mode; each is an expression, "0" when absent.
-COST_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_read", "kv_write", "state_read",
-               "state_write")
+#: The byte terms of a mode: memory traffic, each an expression ("0" when absent).
+BYTE_FIELDS = ("weight_bytes", "act_bytes", "kv_read", "kv_write", "state_read", "state_write")
+#: The cost fields of a mode, in the order a compiled node function returns them: FLOPs, the
+#: six byte terms, the independent GEMMs the FLOPs split into (GEMM-size efficiency reads
+#: ``flops / gemms``; 1 when absent), and a collective's link terms (bytes each device sends
+#: over its link and the latency-bound steps; 0 when absent, see
+#: :mod:`roofkit.circuit.collective`).
+COST_FIELDS = ("flops", *BYTE_FIELDS, "gemms", "link_bytes", "link_steps")
 MEMORY_FIELDS = ("params", "active_params", "kv_per_token", "kv_tokens", "state_per_seq")
 
 
@@ -98,6 +103,11 @@ class CircuitTemplate:
     cannot set. ``formats`` pins a role's precision (embedding at bf16...) unless the
     workload's ``[formats]`` or the call names that role. ``extends`` inherits a template:
     its tables merge, parts and nodes of the same name are replaced, new ones appended.
+
+    Tensor parallelism: every expression may read ``tp``, the devices one replica is split
+    over (1 without tensor parallelism); a template describes its per-device shard with it
+    (``heads / tp`` query heads...) and adds its collectives as nodes. ``tp_divides`` lists
+    the dims ``tp`` must divide. A template that never reads ``tp`` refuses ``tp > 1``.
     """
 
     name: str
@@ -111,6 +121,7 @@ class CircuitTemplate:
     edges: dict[str, Expression] = attrs.field(factory=dict)
     parts: tuple[PartSpec, ...] = ()
     nodes: tuple[NodeSpec, ...] = ()
+    tp_divides: tuple[str, ...] = ()
     sources: dict[str, str] = attrs.field(factory=dict)
     notes: str = ""
 
@@ -147,7 +158,10 @@ class CircuitTemplate:
 @attrs.frozen
 class ModeRule:
     """FLOPs and bytes of one node instance in one mode, each an expression. ``compute``
-    overrides the rule's (a recurrence runs on vector units in decode, matrix in prefill)."""
+    overrides the rule's (a recurrence runs on vector units in decode, matrix in prefill).
+    ``gemms`` is how many independent GEMMs the FLOPs split into (routed experts: one per
+    touched expert); ``link_bytes`` and ``link_steps`` are what a collective sends over the
+    device-to-device link and its latency-bound steps."""
 
     let: dict[str, Expression] = attrs.field(factory=dict)
     compute: Literal["matrix", "vector"] | None = None
@@ -158,6 +172,9 @@ class ModeRule:
     kv_write: Expression = 0
     state_read: Expression = 0
     state_write: Expression = 0
+    gemms: Expression = 1
+    link_bytes: Expression = 0
+    link_steps: Expression = 0
 
 
 @attrs.frozen
@@ -318,7 +335,7 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
     rules = _table(tables, "ops")
     precisions = _table(tables, "precisions")
     out = []
-    known = set(t.requires) | {"layers"}
+    known = set(t.requires) | {"layers", "tp"}
     for table in ("defaults", "derived"):
         for k, v in getattr(t, table).items():
             if isinstance(v, str):
@@ -331,6 +348,9 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
             bad = sorted(_names(v) - known)
             if bad:
                 out.append((f"edges.{k}", _unknown_msg(bad, known)))
+    for i, name in enumerate(t.tp_divides):
+        if name not in known:
+            out.append((f"tp_divides[{i}]", _unknown_msg([name], known)))
     for role, fmt in t.formats.items():
         if precisions and fmt.lower() not in precisions:
             out.append((f"formats.{role}", f"unknown precision {fmt!r}"))

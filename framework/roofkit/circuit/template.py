@@ -69,6 +69,7 @@ def merged(template: CircuitTemplate, circuits) -> CircuitTemplate:
             defaults={**out.defaults, **child.defaults},
             derived={**out.derived, **child.derived}, formats={**out.formats, **child.formats},
             edges={**out.edges, **child.edges}, parts=tuple(parts), nodes=tuple(nodes),
+            tp_divides=tuple(dict.fromkeys((*out.tp_divides, *child.tp_divides))),
             sources={**out.sources, **child.sources}, notes=child.notes or out.notes)
     return out
 
@@ -88,9 +89,14 @@ def _value(text, env, where: str) -> float:
     return v
 
 
-def resolve_dims(template: CircuitTemplate, workload) -> dict[str, float]:
-    """The workload's dims completed with the template's defaults and derived names."""
+def resolve_dims(template: CircuitTemplate, workload, tp: int = 1) -> dict[str, float]:
+    """The workload's dims completed with the template's defaults and derived names, for one
+    of ``tp`` tensor-parallel devices (``tp`` is a name every expression may read)."""
+    if "tp" in workload.dims:
+        raise TemplateError("`tp` is the tensor-parallel degree of a call, not a model dim; "
+                            "remove it from [dims]", "dims.tp")
     env = {k: float(v) for k, v in workload.dims.items()}
+    env["tp"] = float(tp)
     missing = [k for k in (*template.requires, "layers")
                if k not in env and k not in template.defaults]
     if missing:
@@ -104,7 +110,32 @@ def resolve_dims(template: CircuitTemplate, workload) -> dict[str, float]:
             raise TemplateError(f"dim {k!r} is derived by template {template.name!r} "
                                 f"({v}); remove it from [dims]", f"dims.{k}")
         env[k] = _value(v, env, f"derived.{k}")
+    if tp > 1:
+        check_tp(template, env, tp)
     return env
+
+
+def reads_tp(template: CircuitTemplate) -> bool:
+    """Whether any expression of the (merged) template reads ``tp``: its shard is described."""
+    texts = [*template.defaults.values(), *template.derived.values()]
+    for n in template.nodes:
+        texts += [*n.dims.values(), n.when, n.count]
+    for p in template.parts:
+        texts += list(p.let.values())
+    return any(isinstance(t, str) and "tp" in _expr.parse(t).names for t in texts)
+
+
+def check_tp(template: CircuitTemplate, env, tp: int) -> None:
+    """``tp > 1`` needs a template that describes its shard, and divides ``tp_divides``."""
+    if not reads_tp(template):
+        raise TemplateError(f"template {template.name!r} does not describe tensor "
+                            f"parallelism (no expression reads `tp`), so tp={tp} is refused",
+                            "tp")
+    for name in template.tp_divides:
+        v = env.get(name)
+        if v is not None and v % tp:
+            raise TemplateError(f"tp={tp} does not divide {name} = {v:g}: {template.name!r} "
+                                f"splits {name} over the devices", "tp")
 
 
 def _selects(part: PartSpec, env, i: int, cache: dict) -> bool:
@@ -131,15 +162,15 @@ def _part_nodes(t: CircuitTemplate, part: PartSpec, by_name, depth=0):
     return own
 
 
-def lower(workload, template: CircuitTemplate, rules, kinds, formats) -> Circuit:
-    """Lower ``workload`` through a merged ``template``.
+def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 1) -> Circuit:
+    """Lower ``workload`` through a merged ``template``, for one of ``tp`` devices.
 
     :param rules: op rules by lowercased op kind (for dim defaults).
     :param kinds: op kinds by lowercased name.
     :param formats: a :class:`roofkit.circuit.formats.Formats` (weight format per role,
         activation format).
     """
-    env = resolve_dims(template, workload)
+    env = resolve_dims(template, workload, tp)
     layers = int(env["layers"])
     by_name = {p.name: p for p in template.parts}
     main_parts = [p for p in template.parts if p.section == "main"]

@@ -3,6 +3,7 @@
 ``roofkit decode WORKLOAD DEVICE --batch B --context N`` prints every node's FLOPs, bytes,
 time and bound sorted by time, the totals and the basis; ``prefill`` the same for T prompt
 tokens; ``fit`` whether S sequences of N tokens fit in usable memory, and by how much.
+``--tp N`` costs one of N tensor-parallel devices (rows include the all-reduce nodes).
 """
 
 from __future__ import annotations
@@ -23,10 +24,15 @@ def _common(p, *, costed: bool = True) -> None:
                    help="a role's format, e.g. experts=nvfp4 or activations=fp8 (repeatable)")
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="datasheet",
                    help="device constants: datasheet ceilings or measured achievable values")
+    p.add_argument("--tp", type=int, default=1,
+                   help="tensor-parallel devices of one node; figures are one device's "
+                        "(default 1)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     if costed:
-        p.add_argument("--cost-model", dest="cost_model", default="roofline",
-                       help="registered cost model (roofline, roofline_launch, ...)")
+        p.add_argument("--cost-model", dest="cost_model", default=None,
+                       help="registered cost model (roofline, roofline_launch, "
+                            "roofline_calibrated...); default by basis: roofline on the "
+                            "datasheet, roofline_calibrated on the calibrated basis")
         p.add_argument("--by", choices=("node", "op", "section"), default="node",
                        help="group the rows")
         p.add_argument("--top", type=int, default=0, help="show only the N longest rows")
@@ -54,7 +60,7 @@ def register(sub) -> None:
 
 
 def _settings(args) -> dict:
-    out = {"basis": args.basis}
+    out = {"basis": args.basis, "tp": args.tp}
     if args.ssm_dtype:
         out["ssm_h_dtype"] = args.ssm_dtype
     if args.formats:
@@ -88,9 +94,13 @@ def _print_estimate(est, args, header: str) -> None:
     if len(shown) < len(rows):
         print(f"... {len(rows) - len(shown)} more rows (--top 0 for all)")
     print()
+    link = f", interconnect {_t(est.link_time)}" if est.tp > 1 else ""
     print(f"total {_t(total)}  ({est.bound}-bound; memory {_t(est.memory_time)}, compute "
-          f"{_t(est.compute_time)}; {units.fmt(est.flops, 'compute')}, "
+          f"{_t(est.compute_time)}{link}; {units.fmt(est.flops, 'compute')}, "
           f"{units.fmt(est.bytes, 'bytes')}); {est.tokens_per_second:,.0f} tokens/s")
+    if est.tp > 1:
+        print(f"per device: one of {est.tp} tensor-parallel devices (its shard of weights, "
+              "heads and KV, and its all-reduces)")
     print(f"basis: {est.basis}; cost model {est.cost_model}")
     for note in est.notes:
         print(f"note: {note}")
@@ -134,7 +144,9 @@ def cmd_fit(args) -> int:
     else:
         fp = fit.footprint
         b = lambda v: units.fmt(v, "bytes")  # noqa: E731
-        print(f"{fit.workload} on {fit.device}: {fit.seqs} sequence(s) x {fit.context} tokens")
+        where = f"each of {fit.tp} x " if fit.tp > 1 else ""
+        print(f"{fit.workload} on {where}{fit.device}: {fit.seqs} sequence(s) x {fit.context} "
+              "tokens")
         rows = [["weights", b(fit.weights)]]
         rows += [[f"  {role}", b(v)] for role, v in
                  sorted(fp.weights_by_role.items(), key=lambda kv: -kv[1])]

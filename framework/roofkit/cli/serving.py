@@ -60,14 +60,14 @@ def cmd_serve(args) -> int:
         ["end-to-end", _ms(data["e2e_ms"])],
         ["output tokens/s", f"{data['output_tokens_per_s']:.1f}"],
         ["host per decode step", f"{data['host']['decode_step_s'] * 1e3:.3f} ms "
-         f"({data['host']['launches_per_step']} launches)"],
+         f"({data['host']['launches_per_step']} launches, counted from the circuit)"],
         ["memory per device", f"{units.fmt(est.memory_per_device, 'bytes')} of "
          f"{units.fmt(est.usable_memory, 'bytes')} usable"],
         ["fits", f"{'yes' if est.fits else 'no'}; largest batch at context "
          f"{est.input_len + est.output_len}: {data['max_batch']}"],
     ]
     print(common.table(rows, ["", "estimate"], "lr"))
-    print(f"\nbasis: {est.basis_detail}")
+    print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
     return 0

@@ -5,7 +5,8 @@ bandwidth, matrix throughput per compute slot and its dependence on GEMM size, a
 throughput, all-reduce latency and bus bandwidth) or the host (``device`` left out: kernel
 launch cost, per-step engine overheads). Every number is a :class:`Measured` table that
 carries the URL it was read from, where in that source, and notes; nothing is typed
-without one. The serving estimator's ``calibrated`` basis reads these; the ``datasheet``
+without one. The circuit's ``calibrated`` basis (``roofkit.circuit.roofline``, and so
+``roofkit.serve`` and ``roofkit.sweep``) reads these; the ``datasheet``
 basis never does.
 """
 

@@ -4,13 +4,17 @@ throughput of a batch of requests on one node, on the datasheet or the calibrate
 ``roofkit.serve(workload, device, batch=..., input_len=..., output_len=..., tp=...)`` returns a
 :class:`ServingEstimate`; :func:`validate` predicts every published measurement in
 ``specs/validation`` on both bases and reports the errors.
+
+The model work of every step is the circuit's (:mod:`roofkit.circuit`: templates, op-cost
+rules, tensor parallelism, the device roofline and cost model of the basis); this package
+adds only what is serving's own: the request-level account (:mod:`.estimate`), host and
+engine step overheads (:mod:`.overhead`) and the validation command (:mod:`.validation`).
 """
 
 from __future__ import annotations
 
+from ..circuit.roofline import BASES
 from .estimate import ServingEstimate, estimate, max_load
-from .roofline import BASES, Roofline
-from .roofline import build as build_roofline
 
 
 def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: int = 128,
@@ -18,8 +22,8 @@ def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: in
           basis: str = "calibrated", registry=None, *, engine: str | None = None,
           require_fit: bool = False) -> ServingEstimate:
     """Estimate serving ``batch`` requests of ``input_len`` prompt tokens that each generate
-    ``output_len`` tokens, on ``tp`` devices of one node (weights and KV sharded, two
-    all-reduces per layer).
+    ``output_len`` tokens, on ``tp`` devices of one node (the circuit's tensor parallelism:
+    weights, heads and KV sharded, two all-reduces per transformer layer).
 
     :param precision: weight format (default: the workload's ``formats.default``, else bf16).
     :param kv_dtype: KV-cache format (``bf16``, ``fp8``…).
@@ -41,5 +45,4 @@ def validate(registry=None, cases=None):
     return run(registry=registry, cases=cases)
 
 
-__all__ = ["BASES", "Roofline", "ServingEstimate", "build_roofline", "estimate", "max_load",
-           "serve", "validate"]
+__all__ = ["BASES", "ServingEstimate", "estimate", "max_load", "serve", "validate"]

@@ -1,16 +1,26 @@
 """A request-level serving estimate: a static batch of ``B`` requests of ``I`` prompt tokens
 that each generate ``O`` tokens, on ``tp`` devices of one node.
 
+The device work of every step comes from the workload's circuit (:mod:`roofkit.circuit`):
+the same templates, op-cost rules, device roofline and cost model as ``roofkit.decode`` and
+``roofkit.prefill``, with tensor parallelism as the circuit shards it (two all-reduces per
+transformer layer on the device's link). What serving adds is the request-level account:
+
     TTFT   = prefill(B x I tokens) + host(prefill step)
     ITL_j  = decode(B rows, context I + j) + host(decode step),   j = 1 .. O-1
     e2e    = TTFT + sum_j ITL_j          (summed as the KV read grows, not ITL_1 * (O - 1))
     output tokens/s = B * O / e2e
 
-Memory per device: weights / tp + B * kv_bytes_per_token / tp * context (KV heads replicated
-when fewer than devices); it fits when that is within the device's usable memory
-(capacity * usable_fraction). The largest batch that fits at a context is
-floor((usable - weights / tp) / (kv_per_token_per_device * context)). Activations,
-workspaces and the runtime's own memory beyond the usable fraction are not counted.
+where ``host`` is the host-dispatch arithmetic of :mod:`.overhead` over the plan's kernel
+count, and the ``O - 1`` decode steps are one vectorized circuit call over their contexts.
+The cost model follows the basis: ``roofline`` (datasheet), ``roofline_calibrated``
+(calibrated).
+
+Memory per device is the circuit's footprint of one of ``tp`` shards:
+``weights + B * (kv(context) + state)``; it fits when that is within the device's usable
+memory (capacity * usable_fraction). The largest batch that fits at a context is
+``floor((usable - weights) / (kv(context) + state))``. Activations, workspaces and the
+runtime's own memory beyond the usable fraction are not counted.
 """
 
 from __future__ import annotations
@@ -20,11 +30,11 @@ import math
 import attrs
 import numpy as np
 
-from ..errors import OOMError, RoofkitError
+from ..circuit import api as _circuit
+from ..circuit.results import Footprint, bound_of
+from ..circuit.roofline import BASES, device_roofline, host_calibration
+from ..errors import OOMError, RoofkitError, SpecError
 from . import overhead as _overhead
-from . import roofline as _roofline
-from . import step as _step
-from .work import Formats, Shape, step_kernels
 
 
 @attrs.frozen(eq=False)
@@ -49,13 +59,14 @@ class ServingEstimate:
     e2e: float
     prefill_host: _overhead.StepOverhead
     decode_host: _overhead.StepOverhead
-    weights_per_device: float
-    kv_per_token_per_device: float
+    footprint: Footprint
     usable_memory: float
     fit_context: int
+    cost_model: str = ""
     notes: tuple[str, ...] = ()
     decode_breakdown: tuple = ()
     launches_source: str = ""
+    prefill_device: float = 0.0
 
     # -- headline numbers -----------------------------------------------------------------
     @property
@@ -76,22 +87,39 @@ class ServingEstimate:
         """Generated tokens per second of the whole batch: B * O / e2e."""
         return self.batch * self.output_len / self.e2e
 
+    # -- memory (one device) --------------------------------------------------------------
+    @property
+    def weights_per_device(self) -> float:
+        return self.footprint.weights
+
+    @property
+    def kv_per_token_per_device(self) -> float:
+        return self.footprint.kv_per_token
+
+    @property
+    def state_per_seq_per_device(self) -> float:
+        return self.footprint.state_per_seq
+
+    def per_sequence(self, context: int) -> float:
+        """KV (windows cap it) and recurrent state of one sequence at ``context``, bytes."""
+        return float(self.footprint.kv_bytes(float(context))) + self.footprint.state_per_seq
+
     @property
     def memory_per_device(self) -> float:
-        return self.weights_per_device + self.batch * self.kv_per_token_per_device * \
-            self.fit_context
+        return self.weights_per_device + self.batch * self.per_sequence(self.fit_context)
 
     @property
     def fits(self) -> bool:
         return self.memory_per_device <= self.usable_memory
 
     def max_batch(self, context: int | None = None) -> int:
-        """The largest batch whose weights and KV fit at ``context`` tokens (0: none)."""
+        """The largest batch whose weights, KV and state fit at ``context`` tokens (0: none)."""
         context = self.input_len + self.output_len if context is None else context
         free = self.usable_memory - self.weights_per_device
         if free <= 0:
             return 0
-        return int(free // (self.kv_per_token_per_device * max(context, 1)))
+        per = self.per_sequence(max(context, 1))
+        return 10**12 if per <= 0 else int(free // per)
 
     # -- pint at the edge -----------------------------------------------------------------
     def quantity(self, name: str):
@@ -107,7 +135,7 @@ class ServingEstimate:
             "workload": self.workload, "device": self.device, "tp": self.tp,
             "batch": self.batch, "input_len": self.input_len, "output_len": self.output_len,
             "precision": self.precision, "kv_dtype": self.kv_dtype, "engine": self.engine,
-            "compute_slot": self.slot,
+            "compute_slot": self.slot, "cost_model": self.cost_model,
             "ttft_ms": self.ttft_ms, "itl_ms": self.itl_ms,
             "itl_first_ms": float(itl[0]) if len(itl) else None,
             "itl_last_ms": float(itl[-1]) if len(itl) else None,
@@ -119,6 +147,7 @@ class ServingEstimate:
                 "context": self.fit_context,
                 "weights_per_device_bytes": self.weights_per_device,
                 "kv_bytes_per_token_per_device": self.kv_per_token_per_device,
+                "state_bytes_per_seq_per_device": self.state_per_seq_per_device,
                 "required_per_device_bytes": self.memory_per_device,
                 "usable_per_device_bytes": self.usable_memory,
             },
@@ -131,6 +160,7 @@ class ServingEstimate:
                 "step_dispatch_s": self.decode_host.dispatch,
                 "step_dispatch_source": self.decode_host.source,
             },
+            "decode_breakdown": list(self.decode_breakdown),
             "basis": self.basis, "basis_detail": self.basis_detail,
             "provenance": dict(self.provenance), "notes": list(self.notes),
         }
@@ -142,26 +172,67 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-def _resolve(registry, workload, device, precision, kv_dtype):
+@attrs.frozen
+class Config:
+    """A serving configuration resolved once: the registry, workload and device specs, the
+    names the report shows, and the keywords of its ``roofkit.circuit.api`` calls."""
+
+    reg: object
+    workload: object
+    device: object
+    precision: str  # the weights' format name
+    kv_dtype: str
+    circuit: dict  # keywords of roofkit.circuit.api calls
+
+
+def configure(registry, workload, device, precision, kv_dtype, basis, tp) -> Config:
+    """Resolve names; ``precision`` is the weights' format (an integer format is weight-only
+    quantization: the circuit runs it beside 16-bit activations)."""
     from ..registry import resolve
 
+    if basis not in BASES:
+        raise SpecError(f"unknown basis {basis!r}; one of {', '.join(BASES)}")
     reg = resolve(registry)
     w = reg.workload(workload)
     d = reg.device(device)
-    if precision is None:
-        precision = w.formats.get("default", "bf16")
-    wp = reg.precision(precision)
+    wp = reg.precision(precision or w.formats.get("default", "bf16"))
     kp = reg.precision(kv_dtype)
-    return reg, w, d, wp, kp
+    kw = {"precision": precision, "kv_cache_dtype": kp.name, "basis": basis, "tp": tp,
+          "registry": reg}
+    if wp.kind == "int" and "activations" not in w.formats:
+        # an integer weight format is weight-only quantization (W4A16, W8A16): the weights
+        # are widened to the 16-bit activations before the multiply
+        kw["formats"] = {"activations": "bf16"}
+    return Config(reg, w, d, wp.name, kp.name, kw)
 
 
-def expert_bytes(registry, workload, precision_given: bool) -> float | None:
-    """Bytes per routed-expert weight when the checkpoint ships experts in their own format
-    (``formats.experts``) and no precision was asked for; None: the weights' format."""
-    fmt = workload.formats.get("experts")
-    if fmt is None or precision_given:
-        return None
-    return registry.precision(fmt).bytes_per_element
+def _footprint(s: Config) -> Footprint:
+    kw = {k: v for k, v in s.circuit.items() if k != "basis"}
+    return _circuit.footprint(s.workload, s.device, **kw)
+
+
+def _matmul_slot(est) -> str:
+    """The slot of the weight matmuls that do most of a step's FLOPs."""
+    best, slot = -1.0, ""
+    for r in est.rows:
+        if r.op in ("paged_attention", "mla_attention"):
+            continue
+        f = float(np.max(r.flops))
+        if f > best and r.slot:
+            best, slot = f, r.slot
+    return slot
+
+
+def _breakdown(est) -> list[dict]:
+    """Per node: its share of the mean decode step, largest first."""
+    rows = []
+    for r in est.rows:
+        t = float(np.mean(r.time))
+        bound = bound_of(float(np.mean(r.t_memory)), float(np.mean(r.t_compute)), t,
+                         float(np.mean(r.t_link)))
+        rows.append({"node": r.node, "op": r.op, "count": r.count, "time_s": t,
+                     "bound": str(bound)})
+    return sorted(rows, key=lambda r: -r["time_s"])
 
 
 def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_len: int = 128,
@@ -177,61 +248,44 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     input_len = _positive_int("input_len", input_len)
     output_len = _positive_int("output_len", output_len)
     tp = _positive_int("tp", tp)
-    reg, w, d, wp, kp = _resolve(registry, workload, device, precision, kv_dtype)
-    shape = Shape.of(w)
+    s = configure(registry, workload, device, precision, kv_dtype, basis, tp)
+    reg, w, d = s.reg, s.workload, s.device
+    roof = device_roofline(d, basis, reg)
+    host = host_calibration(reg)
     notes = []
-    if tp > 1:
-        ic = d.interconnect
-        if ic is None:
-            raise RoofkitError(f"{d.name} has no [interconnect]; tp={tp} needs one")
-        if tp > ic.max_devices:
-            raise RoofkitError(f"tp={tp} exceeds the {ic.max_devices} devices {d.name}'s "
-                               f"{ic.name or 'interconnect'} joins in one node")
-    shape.check_tp(tp)
-    roof = _roofline.build(d, basis, reg)
-    host = _roofline.host_calibration(reg)
-    slot, note = roof.slot(wp)
-    if note:
-        notes.append(note)
-    head_bytes = max(wp.bytes_per_element, 2.0)
-    fmt = Formats(weight=wp.bytes_per_element, activation=2.0, kv=kp.bytes_per_element,
-                  head=head_bytes, expert=expert_bytes(reg, w, precision is not None))
 
-    # prefill: B sequences of I tokens, causal
-    pre_k = step_kernels(shape, fmt, tp, batch, prompt=input_len)
-    launches, how = circuit_launches(w, reg, shape, tp)
-    if launches is None:
-        launches = _step.launches(pre_k)
-    pre_t = _step.kernel_times(pre_k, roof, slot, tp, prefill=True)
-    pre_dev = float(_step.device_time(pre_t))
+    # prefill: B sequences of I tokens, causal; the decode steps j = 1 .. O-1 at context I + j
+    pre = _circuit.prefill(w, d, tokens=input_len, seqs=batch, **s.circuit)
+    launches = pre.kernels
     pre_host = _overhead.step_overhead(roof, host, launches, batch, engine)
-    ttft = pre_dev + pre_host.host_time
-
-    # decode: steps j = 1 .. O-1 at context I + j
-    ctx = input_len + np.arange(1, output_len, dtype=float)
+    ttft = float(pre.time) + pre_host.host_time
     dec_host = _overhead.step_overhead(roof, host, launches, batch, engine)
+    ctx = input_len + np.arange(1, output_len, dtype=float)
     itl = np.zeros(0)
     breakdown = ()
     if len(ctx):
-        dec_k = step_kernels(shape, fmt, tp, batch, context=ctx)
-        dec_t = _step.kernel_times(dec_k, roof, slot, tp, prefill=False)
-        itl = np.asarray(_step.device_time(dec_t), dtype=float) + dec_host.host_time
-        itl = np.broadcast_to(itl, ctx.shape).copy()
-        breakdown = tuple(_summarize(dec_t))
-    if engine is not None and roof.basis == "datasheet":
+        dec = _circuit.decode(w, d, batch=batch, context=ctx, **s.circuit)
+        itl = np.broadcast_to(np.asarray(dec.time, dtype=float) + dec_host.host_time,
+                              ctx.shape).copy()
+        breakdown = tuple(_breakdown(dec))
+    if engine is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
+    notes += [n for n in pre.notes if n not in notes]
     e2e = ttft + float(itl.sum())
+    fp = _footprint(s)
     usable = d.memory.capacity * d.memory.usable_fraction
     est = ServingEstimate(
-        workload=w.name, device=d.name, basis=basis, basis_detail=roof.describe(),
+        workload=w.name, device=d.name, basis=basis, basis_detail=pre.basis,
         provenance=dict(roof.provenance), batch=batch, input_len=input_len,
-        output_len=output_len, tp=tp, precision=wp.name, kv_dtype=kp.name, engine=engine,
-        slot=slot, ttft=ttft, itl_steps=itl, e2e=e2e, prefill_host=pre_host,
-        decode_host=dec_host, weights_per_device=shape.weight_bytes(fmt, tp),
-        kv_per_token_per_device=shape.kv_bytes_per_token(fmt, tp), usable_memory=usable,
+        output_len=output_len, tp=tp, precision=s.precision, kv_dtype=s.kv_dtype,
+        engine=engine, slot=_matmul_slot(pre), ttft=ttft, itl_steps=itl, e2e=e2e,
+        prefill_host=pre_host, decode_host=dec_host, footprint=fp, usable_memory=usable,
         fit_context=input_len + output_len if fit_context is None else int(fit_context),
-        notes=tuple(notes), decode_breakdown=breakdown, launches_source=how)
+        cost_model=pre.cost_model, notes=tuple(notes), decode_breakdown=breakdown,
+        launches_source=f"kernels counted from the circuit plan ({launches} node instances "
+        f"per step{', collectives included' if tp > 1 else ''})",
+        prefill_device=float(pre.time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "
@@ -241,32 +295,6 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     return est
 
 
-def circuit_launches(workload, registry, shape: Shape, tp: int) -> tuple[int | None, str]:
-    """Kernels of one step counted from the workload's circuit (every node of the embed,
-    main and head sections, ``count`` times), plus the two all-reduces per layer of tensor
-    parallelism; ``(None, reason)`` when the circuit cannot be built."""
-    try:
-        from ..circuit.model import build_model
-
-        model = build_model(workload, registry, precision=None, formats=None,
-                            kv_cache_dtype=None, ssm_h_dtype=None)
-    except Exception as exc:  # no circuit for this template: count the serving kernels
-        return None, f"kernels counted from the serving lowering ({exc})"
-    nodes = sum(n.count for n in model.nodes if n.section != "draft")
-    extra = 2 * shape.layers if tp > 1 else 0
-    return int(nodes + extra), "kernels counted from the circuit"
-
-
-def _summarize(times) -> list[dict]:
-    """Per-kernel share of the mean decode step, largest first."""
-    rows = []
-    for kt in times:
-        t = float(np.mean(kt.time)) * kt.count
-        rows.append({"kernel": kt.name, "kind": kt.kind, "count": kt.count, "time_s": t,
-                     "bound": kt.bound})
-    return sorted(rows, key=lambda r: -r["time_s"])
-
-
 def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
              precision: str | None = None, kv_dtype: str = "bf16", basis: str = "calibrated",
              engine: str | None = None, registry=None, max_requests: int | None = None
@@ -274,21 +302,26 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     """Offline serving at full load with in-flight batching and a paged KV cache.
 
     Each request holds its tokens so far, on average ``I + O/2``, so the concurrency is the
-    batch that fits at that context, ``B = floor((usable - weights/tp) / (kv_dev * (I + O/2)))``
-    (at most ``max_requests``); throughput is then that of a batch of ``B``.
+    batch that fits at that context,
+    ``B = floor((usable - weights) / (kv(I + O/2) + state))`` per device (at most
+    ``max_requests``); throughput is then that of a batch of ``B``.
     """
-    reg, w, d, _, kp = _resolve(registry, workload, device, precision, kv_dtype)
-    probe = estimate(w, d, batch=1, input_len=input_len, output_len=1, tp=tp,
-                     precision=precision, kv_dtype=kp.name, basis="datasheet", registry=reg)
+    s = configure(registry, workload, device, precision, kv_dtype, basis,
+               _positive_int("tp", tp))
+    fp = _footprint(s)
+    d = s.device
+    usable = d.memory.capacity * d.memory.usable_fraction
     mean_ctx = input_len + math.ceil(output_len / 2)
-    batch = probe.max_batch(mean_ctx)
+    free = usable - fp.weights
+    per = float(fp.kv_bytes(float(mean_ctx))) + fp.state_per_seq
+    batch = 0 if free <= 0 else (10**6 if per <= 0 else int(free // per))
     if batch < 1:
-        raise OOMError(f"{w.name} does not fit on {tp} x {d.name} at context {mean_ctx}",
-                       required=probe.weights_per_device, available=probe.usable_memory)
+        raise OOMError(f"{s.workload.name} does not fit on {tp} x {d.name} at context "
+                       f"{mean_ctx}", required=fp.weights, available=usable)
     if max_requests:
         batch = min(batch, max_requests)
-    est = estimate(w, d, batch=batch, input_len=input_len, output_len=output_len, tp=tp,
-                   precision=precision, kv_dtype=kp.name, basis=basis, engine=engine,
-                   registry=reg, fit_context=mean_ctx)
+    est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
+                   tp=tp, precision=precision, kv_dtype=s.kv_dtype, basis=basis,
+                   engine=engine, registry=s.reg, fit_context=mean_ctx)
     return attrs.evolve(est, notes=(*est.notes, f"max load: {batch} requests in flight, the KV "
                                     f"capacity at the mean context {mean_ctx}"))

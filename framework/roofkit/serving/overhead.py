@@ -5,8 +5,10 @@ serial arithmetic (no overlap of host and device):
 
     host_time = 1 * dispatch + K * launch
 
-``launch`` is the host cost of one kernel launch (datasheet basis: the device spec's
-``overheads.launch``; calibrated: the measured ``launch.kernel`` of the host calibration).
+``K`` is the kernel count of the step's circuit plan (every node instance of the embed,
+main and head sections, collectives included). ``launch`` is the host cost of one kernel
+launch (datasheet basis: the device spec's ``overheads.launch``; calibrated: the measured
+``launch.kernel`` of the host calibration), both read from the circuit's device roofline.
 ``dispatch`` is the step's fixed host cost: the device spec's ``overheads.dispatch`` on the
 datasheet basis; on the calibrated basis the measured launch-and-wait round trip
 (``launch.kernel_sync``: a serving loop reads each step's sampled tokens back), or, when an
@@ -56,16 +58,19 @@ class StepOverhead:
 def host_dispatch(launches: int, launch: float, dispatch: float) -> float:
     """Seconds of host work for one step operation that launches ``launches`` kernels: the
     host-dispatch scenario's ``host_time = operations * dispatch + launches * launch`` with
-    one operation. A zero cost (which the scenario refuses as an input) drops its term."""
+    one operation. A zero cost (which the scenario refuses as an input) drops its term.
+
+    The scenario takes its inputs as SI floats (no pint on this path) against a device time
+    of 1 s, so its ``overhead_ratio`` is the host time in seconds."""
     if launches < 1 or launch <= 0 or dispatch <= 0:
         return max(dispatch, 0.0) + max(launches, 0) * max(launch, 0.0)
     from ..scenarios import HostDispatchScenario
-    from ..units import Q
+    from ..scenarios.base import SIValue
 
     s = HostDispatchScenario(ops_per_block=1, blocks=1, launches_per_block=int(launches),
-                             dispatch=Q(dispatch * 1e6, "us"), launch=Q(launch * 1e6, "us"),
-                             device_time=Q(1.0, "us"))
-    return float(s.host_time.to("s").magnitude)
+                             dispatch=SIValue(dispatch), launch=SIValue(launch),
+                             device_time=SIValue(1.0))
+    return s.overhead_ratio
 
 
 def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
@@ -103,14 +108,15 @@ def engine_profile(host: dict, name: str):
 
 def step_overhead(roofline, host: dict, launches: int, batch: int,
                   engine: str | None) -> StepOverhead:
-    """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis."""
-    if engine is not None and roofline.basis == "calibrated":
+    """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis
+    (a :class:`roofkit.circuit.roofline.DeviceRoofline`)."""
+    if engine is not None and roofline.name == "calibrated":
         prof = engine_profile(host, engine)
         return StepOverhead(launches, roofline.launch, engine_step_time(prof, batch),
                             f"engine {engine}: {prof.source}")
-    if roofline.basis == "calibrated" and "kernel_sync" in host["launch"]:
+    if roofline.name == "calibrated" and "kernel_sync" in host["launch"]:
         sync = host["launch"]["kernel_sync"]
         return StepOverhead(launches, roofline.launch, sync.value,
                             f"launch.kernel_sync: {sync.source}")
-    return StepOverhead(launches, roofline.launch, roofline.step_dispatch,
+    return StepOverhead(launches, roofline.launch, roofline.dispatch,
                         "device spec overheads.dispatch")

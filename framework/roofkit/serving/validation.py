@@ -12,13 +12,10 @@ from __future__ import annotations
 import statistics
 
 import attrs
-import numpy as np
 
+from ..circuit.roofline import BASES
 from ..errors import RoofkitError
-from .estimate import estimate, max_load
-from .roofline import BASES
-from .step import kernel_times
-from .work import Formats, Shape, step_kernels
+from .estimate import configure, estimate, max_load
 
 SCORED = "single-node inference"
 OTHER = "other"
@@ -130,22 +127,21 @@ def predict(case, basis: str, registry) -> float:
 
 
 def _kernel_ms(case, basis: str, registry) -> float:
-    """One operator at ``tokens`` rows, timed alone (device time, no host launch)."""
-    from . import roofline as _roofline
+    """One operator at ``tokens`` rows, timed alone (device time, no host launch): the
+    circuit node named ``node`` (``qkv`` is ``attention.qkv``) of a prefill of ``tokens``
+    tokens, one layer's instance."""
+    from ..circuit import api
 
     c = case.config
-    w = registry.workload(case.workload)
-    d = registry.device(case.device)
-    wp = registry.precision(c.precision or "bf16")
-    shape = Shape.of(w)
-    fmt = Formats(weight=wp.bytes_per_element)
-    roof = _roofline.build(d, basis, registry)
-    slot, _ = roof.slot(wp)
-    kernels = [k for k in step_kernels(shape, fmt, c.tp, 1, prompt=c.tokens) if k.name == c.node]
-    if not kernels:
-        raise RoofkitError(f"no kernel {c.node!r} in {w.name}'s step")
-    t = kernel_times(kernels, roof, slot, c.tp, prefill=True)[0]
-    return float(np.mean(t.time)) * 1e3
+    s = configure(registry, case.workload, case.device, c.precision or "bf16",
+               c.kv_dtype or "bf16", basis, c.tp)
+    est = api.prefill(s.workload, s.device, tokens=c.tokens, seqs=1, **s.circuit)
+    rows = [r for r in est.rows if r.section == "main" and
+            (r.node == c.node or r.node.rsplit(".", 1)[-1] == c.node)]
+    if not rows:
+        raise RoofkitError(f"no node {c.node!r} in {s.workload.name}'s circuit")
+    r = rows[0]
+    return float(r.time) / r.count * 1e3
 
 
 def run(registry=None, cases=None) -> Report:

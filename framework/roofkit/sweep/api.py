@@ -5,9 +5,9 @@
 ``mode="engine"`` evaluates the ``Engine.solve`` equation (inference, or training with
 ``training=True`` where ``seq_lens`` is an axis); ``mode="decode"`` and ``mode="prefill"``
 the circuit's per-node roofline estimates of a decode step at a KV context, or of prefilling
-a prompt of ``contexts`` tokens. Each (device, precision, tp) group is one numpy pass over
-its context x batch rows; the numbers equal the scalar paths (``Engine.solve``,
-``roofkit.decode``/``roofkit.prefill``) to rounding.
+a prompt of ``contexts`` tokens, on one of ``tp`` tensor-parallel devices. Each (device,
+precision, tp) group is one numpy pass over its context x batch rows; the numbers equal the
+scalar paths (``Engine.solve``, ``roofkit.decode``/``roofkit.prefill``) to rounding.
 """
 
 from __future__ import annotations
@@ -37,14 +37,16 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     :param seq_lens: tokens per training sequence (engine, ``training=True``); ``contexts``
         is the same axis under its decode/prefill name (KV context of a decode step, prompt
         length of a prefill). Pass one of the two.
-    :param tp: tensor-parallel degrees (decode, prefill); the engine is one device (``[1]``).
+    :param tp: tensor-parallel degrees (decode, prefill: the circuit's shard of one of tp
+        devices, with its all-reduces; a tp the device's interconnect or the model's heads
+        cannot take gives infeasible rows with the reason); the engine is one device.
     :param mode: ``"engine"``, ``"decode"`` or ``"prefill"``.
     :param efficiency: the engine's declared compute efficiency in [1e-9, 1].
     :param training, zero_stage, dp_size, lora, recompute: engine training settings, as in
         ``Engine.solve``.
     :param kv_cache_dtype, basis, cost_model, formats, ssm_h_dtype: decode/prefill settings,
-        as in ``roofkit.decode`` (``basis="datasheet"`` and ``cost_model="roofline"`` unless
-        given).
+        as in ``roofkit.decode`` (``basis="datasheet"`` unless given; the cost model defaults
+        by basis: ``roofline``, or ``roofline_calibrated`` on the calibrated basis).
     :param executor: any ``concurrent.futures.Executor``: the grid is split into chunks of
         ``chunk_size`` rows evaluated by its workers and concatenated in order.
     :param chunk_size: rows per chunk (with no executor: evaluate in chunks in-process).

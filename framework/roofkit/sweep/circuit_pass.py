@@ -1,16 +1,21 @@
-"""The circuit's decode and prefill estimates over arrays: one call per (device, precision)
-group with the batch sizes and contexts of all its rows as numpy arrays.
+"""The circuit's decode and prefill estimates over arrays: one call per (device, precision,
+tp) group with the batch sizes and contexts of all its rows as numpy arrays.
 
 ``roofkit.circuit.api.decode`` and ``prefill`` compile every node's op-cost expressions once
-per (workload, device, settings) and evaluate them on floats or arrays alike, so a group is
-one pass over its nodes (not one per row), with the same expressions as the scalar call:
+per (workload, device, settings, tp) and evaluate them on floats or arrays alike, so a group
+is one pass over its nodes (not one per row), with the same expressions as the scalar call:
 
     decode:  rows = seqs = B, context C;   step time = sum over nodes of count * t_node
     prefill: rows = B * T at context max(T // 2, 1), the head at B rows; T = ``context``
-    t_node  = the cost model's node_time(flops, bytes, peak, bandwidth, launch)
+    t_node  = the cost model's time of the node (+ the link time of a collective)
 
-Throughput is tokens per second: B / time (decode), B * T / time (prefill). Capacity is the
-circuit's fit check, ``weights + B * (kv(C) + state) <= capacity * usable_fraction``.
+With ``tp = N`` every figure is one of N devices' (the circuit's shard, with two all-reduces
+per transformer layer); the devices run in lockstep, so the step time is one device's.
+Throughput is tokens per second of the replica: B / time (decode), B * T / time (prefill).
+Capacity is the circuit's fit check per device,
+``weights / N + B * (kv(C) + state) / N <= capacity * usable_fraction`` (KV heads replicated
+when fewer than devices). A tp the device's interconnect cannot join, or that does not
+divide the model's heads, makes its rows infeasible with the reason (outputs NaN).
 """
 
 from __future__ import annotations
@@ -39,18 +44,16 @@ def circuit_settings(mode, *, precisions, contexts, tp, training, efficiency, op
                         "costs nodes on the device roofline (basis='datasheet' or "
                         "'calibrated')")
     tps = int_axis("tp", tp, [1])
-    if (tps != 1).any():
-        raise SpecError(
-            f"tp={tps.tolist()}: the circuit's {mode} estimate is one device; tensor "
-            "parallelism (weights and KV sharded, all-reduces per layer) is modeled by "
-            "roofkit.serve, which does not evaluate arrays yet. Sweep tp=1 here")
     if mode == "decode":
         ctx = int_axis("contexts", contexts, [2048], minimum=0)
     else:
         ctx = int_axis("contexts", contexts, [2048])
     precs = name_axis("precisions", precisions, [None])
-    settings = {"cost_model": "roofline", "basis": "datasheet", **{
-        k: v for k, v in options.items() if v is not None}}
+    settings = {"basis": "datasheet", **{k: v for k, v in options.items() if v is not None}}
+    if settings.get("cost_model") is None:
+        from ..circuit.api import default_cost_model
+
+        settings["cost_model"] = default_cost_model(settings["basis"])
     formats = settings.get("formats")
     if formats is not None:
         settings["formats"] = dict(formats)
@@ -81,6 +84,7 @@ class CircuitPass:
         self.dspecs = [self.reg.device(d) for d in grid.devices]
         self.precs = list(grid.precisions)
         self._labels: dict = {}
+        self._tp_problems: dict = {}
 
     def output_kinds(self) -> dict[str, str]:
         return {c: "text" if c in ("bottleneck", "reason") else
@@ -91,13 +95,26 @@ class CircuitPass:
                 "cost_model": self.cost_model, **self.settings,
                 "sample": "token"}
 
-    def _footprint(self, d: int, p: int):
+    def _footprint(self, d: int, p: int, tp: int):
         from ..circuit import api
 
         fs = {k: v for k, v in self.settings.items() if k in ("formats", "ssm_h_dtype",
                                                                  "basis")}
         return api.footprint(self.workload, self.devices[d], precision=self.precs[p],
-                             kv_cache_dtype=self.kv, registry=self.reg, **fs)
+                             kv_cache_dtype=self.kv, registry=self.reg, tp=tp, **fs)
+
+    def _tp_problem(self, d: int, p: int, tp: int) -> str | None:
+        """Why ``tp`` devices cannot run this group (None: they can); cached."""
+        key = (d, p, tp)
+        if key not in self._tp_problems:
+            problem = None
+            if tp > 1:
+                try:
+                    self._footprint(d, p, tp)
+                except SpecError as exc:
+                    problem = str(exc)
+            self._tp_problems[key] = problem
+        return self._tp_problems[key]
 
     def labels(self, d: int, p: int) -> dict:
         key = (d, p)
@@ -118,13 +135,29 @@ class CircuitPass:
                                        "device": self.dspecs[d].name, "precision": name}
         return hit
 
+    def _refused(self, b: np.ndarray, d: int, reason: str) -> dict:
+        """Rows of a tp the device or model cannot take: NaN outputs, infeasible, why."""
+        nan = np.full(b.shape, np.nan)
+        mem = self.dspecs[d].memory
+        return {**{c: nan for c in ("latency_ms", self.step, "throughput_per_s",
+                                    "latency_compute_ms", "latency_memory_ms", "flops",
+                                    "bytes_moved", "memory_footprint_bytes", "weights_bytes",
+                                    "kv_bytes")},
+                "bottleneck": "tp refused",
+                "capacity_bytes": mem.capacity * mem.usable_fraction,
+                "feasible": np.zeros(b.shape, dtype=bool),
+                "reason": (np.zeros(b.shape, dtype=bool), reason, reason)}
+
     def run(self, d: int, p: int, tp: int, context: np.ndarray, batch: np.ndarray) -> dict:
         from ..circuit import api
 
         b = batch.astype(np.float64)
         c = context.astype(np.float64)
+        problem = self._tp_problem(d, p, tp)
+        if problem is not None:
+            return self._refused(b, d, f"tp={tp} refused: {problem}")
         kw = dict(precision=self.precs[p], kv_cache_dtype=self.kv, cost_model=self.cost_model,
-                  registry=self.reg, **self.settings)
+                  registry=self.reg, tp=tp, **self.settings)
         if self.mode == "decode":
             est = api.decode(self.workload, self.devices[d], batch=b, context=c, **kw)
             tokens = b
@@ -135,13 +168,13 @@ class CircuitPass:
         bound = np.broadcast_to(np.asarray(est.bound), b.shape)
         words, codes = np.unique(bound, return_inverse=True)
 
-        fp = self._footprint(d, p)
+        fp = self._footprint(d, p, tp)
         mem = self.dspecs[d].memory
         usable = mem.capacity * mem.usable_fraction
         required = fp.bytes(b, c)
         per_batch = b * (fp.kv_bytes(c) + fp.state_per_seq)
         feasible = required <= usable
-        dev = self.dspecs[d].name
+        dev = self.dspecs[d].name if tp == 1 else f"each of {tp} {self.dspecs[d].name}"
         usable_text = units.fmt(usable, "bytes")
         where = (f"{dev}'s usable {usable_text} ({mem.usable_fraction:g} of "
                  f"{units.fmt(mem.capacity, 'bytes')})")

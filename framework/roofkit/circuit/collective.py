@@ -1,0 +1,100 @@
+"""The device-to-device link: collectives over ``n`` devices of one node, as rings with a
+latency and a bandwidth term.
+
+A collective's op rule (``specs/ops/all_reduce.toml``) says what it moves: ``link_bytes``,
+the bytes each device sends over its link, and ``link_steps``, the sequential steps that each
+pay the link latency once. A ring all-reduce of ``S`` bytes is a reduce-scatter and an
+all-gather of ``n - 1`` steps each, every step moving ``S / n`` bytes:
+
+    link_bytes = 2 (n - 1) / n * S,   link_steps = 2 (n - 1)
+
+and on a link of latency ``alpha`` and per-device bandwidth ``beta`` it takes
+
+    t = link_steps * alpha + link_bytes / beta = 2 (n - 1) alpha + 2 (n - 1) / n * S / beta
+
+On the datasheet basis there is one ring, the device's ``[interconnect]`` latency and
+bandwidth. On the calibrated basis each measured algorithm (NCCL's ring, the custom one-shot
+kernels serving engines use for small messages) is fitted to the same equation from its
+smallest and largest measured message, and an engine is taken to run the fastest of them at
+each size: ``t = min over algorithms``. A group size without its own measurement uses the
+nearest measured one's ``alpha`` and ``beta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+
+
+@attrs.frozen
+class Ring:
+    """One link model: latency ``alpha`` (s per step) and bandwidth ``beta`` (B/s)."""
+
+    alpha: float
+    beta: float
+    name: str = "ring"
+
+    def cost(self, link_bytes, link_steps):
+        """``link_steps * alpha + link_bytes / beta``, seconds (floats or arrays)."""
+        return link_steps * self.alpha + link_bytes / self.beta
+
+    def time(self, message, n: int):
+        """A ring all-reduce of ``message`` bytes over ``n`` devices (0 for one device)."""
+        if n <= 1:
+            return 0.0 * message
+        return self.cost(2.0 * (n - 1) / n * message, 2.0 * (n - 1))
+
+
+def fit(points: list[tuple[float, float]], n: int, fallback_beta: float, name: str) -> Ring:
+    """The ring through all-reduce measurements ``(bytes, seconds)`` at ``n`` devices: two
+    points fix alpha and beta; one point fixes alpha, with ``fallback_beta`` (the best
+    measured bus bandwidth) for beta."""
+    c = 2.0 * (n - 1) / n
+    (s1, t1), (s2, t2) = points[0], points[-1]
+    beta = fallback_beta
+    if len(points) > 1 and t2 > t1 and s2 > s1:
+        beta = c * (s2 - s1) / (t2 - t1)
+    alpha = max(0.0, (t1 - c * s1 / beta) / (2.0 * (n - 1)))
+    return Ring(alpha, beta, name)
+
+
+@attrs.frozen
+class LinkModel:
+    """The link of a basis: ring models per algorithm and measured group size.
+
+    ``models`` maps an algorithm name to ``{devices: Ring}``.
+    """
+
+    models: Mapping[str, Mapping[int, Ring]]
+    basis: str = ""
+
+    def rings(self, n: int) -> tuple[Ring, ...]:
+        """One ring per algorithm, measured at the group size nearest ``n``."""
+        out = []
+        for by_n in self.models.values():
+            nearest = min(by_n, key=lambda m: (abs(m - n), -m))
+            out.append(by_n[nearest])
+        return tuple(out)
+
+    def time(self, link_bytes, link_steps, n: int):
+        """The fastest algorithm's ``link_steps * alpha + link_bytes / beta`` at ``n``."""
+        return fastest(self.rings(n), link_bytes, link_steps)
+
+    def all_reduce(self, message, n: int):
+        """Seconds for one all-reduce of ``message`` bytes over ``n`` devices (arrays too)."""
+        if n <= 1:
+            return 0.0 * np.asarray(message, dtype=float)
+        return self.time(2.0 * (n - 1) / n * np.asarray(message, dtype=float),
+                         2.0 * (n - 1), n)
+
+
+def fastest(rings, link_bytes, link_steps):
+    """min over ``rings`` of their cost; floats stay floats, arrays give arrays."""
+    if len(rings) == 1:
+        return rings[0].cost(link_bytes, link_steps)
+    times = [r.cost(link_bytes, link_steps) for r in rings]
+    if any(isinstance(t, np.ndarray) for t in times):
+        return np.minimum.reduce(np.broadcast_arrays(*times))
+    return min(times)
