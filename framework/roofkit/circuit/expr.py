@@ -19,7 +19,6 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 
-import numpy as np
 
 #: Longest expression text accepted, characters.
 MAX_LENGTH = 2000
@@ -220,6 +219,8 @@ def _copy(node):
 
 
 def _np_ceil(x):
+    import numpy as np  # numpy loads on first vector use, not when specs load
+
     return np.ceil(x)
 
 
@@ -227,14 +228,20 @@ def _scalar_ceil(x):
     return float(math.ceil(x))
 
 
-#: Functions bound into compiled code: scalar (fast on floats) and vector (numpy) variants.
-SCALAR_FUNCS = {"min": min, "max": max, "ceil": _scalar_ceil}
 def _np_min(*args):
+    import numpy as np
+
     return functools.reduce(np.minimum, args)
 
 
 def _np_max(*args):
+    import numpy as np
+
     return functools.reduce(np.maximum, args)
+
+
+#: Functions bound into compiled code: scalar (fast on floats) and vector (numpy) variants.
+SCALAR_FUNCS = {"min": min, "max": max, "ceil": _scalar_ceil}
 
 
 VECTOR_FUNCS = {"min": _np_min, "max": _np_max, "ceil": _np_ceil}
