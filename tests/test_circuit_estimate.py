@@ -23,19 +23,48 @@ def test_fp8_kv_cache_halves_kv_bytes(reg):
     assert fp.kv_per_token == 65_536
 
 
-def test_gdn_state_and_conv_windows_per_sequence(reg):
-    # Qwen3-Next: 36 GatedDeltaNet layers, each 32 v-heads x 128 x 128 state + 8192 x 3 conv
+def test_gdn_state_per_sequence_is_the_reference_formula(reg):
+    # Qwen3-Next: 36 GatedDeltaNet layers, each lin_v_heads x lin_k_dim x lin_v_dim x h_bytes
     f32 = roofkit.footprint("qwen3-next-80b-a3b", registry=reg)
-    assert f32.state_per_seq == 36 * (32 * 128 * 128 * 4 + 8192 * 3 * 2)
-    bf16 = roofkit.footprint("qwen3-next-80b-a3b", registry=reg, ssm_h_dtype="bf16")
-    assert bf16.state_per_seq == 36 * (32 * 128 * 128 * 2 + 8192 * 3 * 2)
+    assert f32.state_per_seq == 36 * 32 * 128 * 128 * 4
+    for name in ("f16", "f16-pool", "bf16", "fp16"):
+        two = roofkit.footprint("qwen3-next-80b-a3b", registry=reg, ssm_h_dtype=name)
+        assert two.state_per_seq == 36 * 32 * 128 * 128 * 2, name
+    assert roofkit.footprint("qwen3-next-80b-a3b", registry=reg,
+                             ssm_h_dtype="f16-pool").ssm_h_dtype == "f16-pool"
     assert f32.kv_per_token == 12 * 2 * 2 * 256 * 2  # 12 attention layers, 2 kv heads
 
 
-def test_mamba2_state_per_sequence(reg):
+def test_conv_windows_are_reported_apart_and_counted_only_on_request(reg):
+    fp = roofkit.footprint("qwen3-next-80b-a3b", registry=reg)
+    assert fp.conv_state_per_seq == 36 * 8192 * 3 * 2  # channels x (kernel - 1) x bf16
+    assert fp.count_conv is False
+    assert fp.bytes(2, 100) == fp.weights + 2 * (fp.kv_bytes(100) + fp.state_per_seq)
+    counted = roofkit.footprint("qwen3-next-80b-a3b", registry=reg, conv_windows=True)
+    assert counted.bytes(2, 100) == fp.bytes(2, 100) + 2 * fp.conv_state_per_seq
+    fit = roofkit.fits("qwen3-next-80b-a3b", "h200", seqs=4, context=1000, registry=reg)
+    assert not fit.conv_counted and "conv windows" in fit.not_counted
+    assert fit.conv_state_bytes == 4 * fp.conv_state_per_seq
+    fit_c = roofkit.fits("qwen3-next-80b-a3b", "h200", seqs=4, context=1000,
+                         conv_windows=True, registry=reg)
+    assert fit_c.required == pytest.approx(fit.required + fit.conv_state_bytes)
+    assert "conv windows" not in fit_c.not_counted
+    assert fit_c.to_dict()["conv_windows_counted"] is True
+
+
+def test_unsupported_state_formats_are_refused(reg):
+    with pytest.raises(roofkit.SpecError, match="f16-pool"):
+        roofkit.footprint("qwen3-next-80b-a3b", registry=reg, ssm_h_dtype="fp8")
+
+
+def test_mamba2_state_per_sequence_is_fixed_at_f32(reg):
     fp = roofkit.footprint("mamba2-2.7b", registry=reg)
-    assert fp.state_per_seq == 64 * (80 * 64 * 128 * 4 + (5120 + 256) * 3 * 2)
+    assert fp.state_per_seq == 64 * 80 * 64 * 128 * 4
+    assert fp.conv_state_per_seq == 64 * (5120 + 256) * 3 * 2
     assert fp.kv_per_token == 0
+    # the reference keeps Mamba2's state at f32 whatever ssm_h_dtype says
+    assert roofkit.footprint("mamba2-2.7b", registry=reg,
+                             ssm_h_dtype="bf16").state_per_seq == fp.state_per_seq
 
 
 def test_bytes_for_seqs_and_context(reg):
@@ -50,32 +79,59 @@ def test_sliding_window_caps_kv_kept(reg):
     assert gemma.kv_bytes(8192) == pytest.approx(gemma.kv_per_token / 2 * (8192 + 4096))
 
 
-def test_weight_floor_reads_routed_experts_at_top_k(reg):
+def test_weight_floor_is_the_main_section_with_routed_experts_at_top_k(reg):
     fp = roofkit.footprint("mixtral-8x7b", "h100", registry=reg)
     experts = fp.weights_by_role["experts"]
-    table = fp.weights_by_role["embedding"]
-    expected = fp.weights - experts * (1 - 2 / 8) - table + 4096 * 2  # one embedding row
-    assert fp.weight_floor == pytest.approx(expected, rel=1e-12)
+    main = fp.weights_by_section["main"]
+    assert fp.weight_floor == pytest.approx(main - experts * (1 - 2 / 8), rel=1e-12)
     assert fp.weight_floor_time == pytest.approx(fp.weight_floor / 3.35e12)
+    # the fuller number: plus one embedding row, the final norm and the LM head
+    head = 32000 * 4096 * 2 + 4096 * 2
+    assert fp.weight_floor_all_sections == pytest.approx(fp.weight_floor + 4096 * 2 + head,
+                                                         rel=1e-12)
+    assert fp.weight_floor_all_sections_time == pytest.approx(
+        fp.weight_floor_all_sections / 3.35e12)
+
+
+def test_weight_floor_by_hand_llama_3_1_8b(reg):
+    fp = roofkit.footprint("llama-3.1-8b", registry=reg)
+    per_layer = (4096 * 6144 + 4096 * 4096 + 4096 * 2 * 14336 + 14336 * 4096 + 2 * 4096) * 2
+    assert fp.weight_floor == 32 * per_layer
 
 
 def test_decode_at_batch_one_is_near_the_weight_floor(reg):
     est = roofkit.decode("llama-3.1-8b", "h100", batch=1, context=1, registry=reg)
     fp = roofkit.footprint("llama-3.1-8b", "h100", registry=reg)
     assert est.bound == "memory"
-    assert est.time == pytest.approx(fp.weight_floor_time, rel=0.02)
+    assert est.time == pytest.approx(fp.weight_floor_all_sections_time, rel=0.02)
+    assert est.time > fp.weight_floor_time  # the step also reads the LM head
 
 
-def test_prefill_runs_t_rows_at_half_context(reg):
+def test_prefill_runs_the_main_section_at_t_rows_and_half_context(reg):
     T = 4096
     est = roofkit.prefill("llama-3.1-8b", "h100", tokens=T, registry=reg)
+    assert {r.section for r in est.rows} == {"main"}  # the reference: layers only
     attn = next(r for r in est.rows if r.op == "paged_attention")
     assert attn.flops == 32 * 4 * T * (T // 2) * 32 * 128
     qkv = next(r for r in est.rows if r.node == "attention.qkv")
     assert qkv.flops == 32 * 2 * T * 4096 * 6144
-    head = next(r for r in est.rows if r.node == "lm_head")
-    assert head.flops == 2 * 128256 * 4096  # logits of the last token only
     assert est.bound == "compute"
+    odd = roofkit.prefill("llama-3.1-8b", "h100", tokens=4097, registry=reg)
+    attn = next(r for r in odd.rows if r.op == "paged_attention")
+    assert attn.flops == 32 * 4 * 4097 * 2048 * 32 * 128  # T // 2
+
+
+def test_prefill_with_head_adds_the_embedding_and_last_token_logits(reg):
+    T = 4096
+    main = roofkit.prefill("llama-3.1-8b", "h100", tokens=T, seqs=2, registry=reg)
+    full = roofkit.prefill("llama-3.1-8b", "h100", tokens=T, seqs=2, head=True,
+                           registry=reg)
+    assert {r.section for r in full.rows} == {"embed", "main", "head"}
+    head = next(r for r in full.rows if r.node == "lm_head")
+    assert head.flops == 2 * 2 * 128256 * 4096  # logits of each sequence's last token
+    ends = sum(r.time for r in full.rows if r.section != "main")
+    assert full.time == pytest.approx(main.time + ends, rel=1e-12)
+    assert full.kernels > main.kernels and full.settings["head"] is True
 
 
 def test_every_node_time_is_at_least_its_roofline_terms(reg):

@@ -70,11 +70,15 @@ def test_gdn_state_per_sequence(reg):
 def test_mamba2_state_per_sequence(reg):
     dims = {"heads": 80, "head_dim": 64, "state": 128}
     assert rule_cost(reg, "ssm_update", dims)["state_per_seq"] == 80 * 64 * 128 * 4
+    # fixed at f32 (the reference), whatever the state element size says
+    assert rule_cost(reg, "ssm_update", dims, state_bytes=2.0)["state_per_seq"] == \
+        80 * 64 * 128 * 4
 
 
-def test_conv_window_per_sequence(reg):
+def test_conv_window_per_sequence_is_apart_from_the_state(reg):
     c = rule_cost(reg, "conv1d_update", {"channels": 8192, "kernel": 4})
-    assert c["state_per_seq"] == 8192 * 3 * 2
+    assert c["conv_state_per_seq"] == 8192 * 3 * 2
+    assert c["state_per_seq"] == 0
 
 
 def test_mla_caches_one_latent_per_token(reg):

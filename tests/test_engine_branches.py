@@ -11,7 +11,6 @@ import pytest
 
 import roofkit
 from roofkit import Engine, OOMError
-from roofkit.engine import calibration as cal
 from roofkit.engine import facts as engine_facts
 from roofkit.testing import write_spec
 
@@ -196,10 +195,38 @@ def test_offload_charges_all_traffic_at_the_limiting_link(reg):
     assert any("DOES NOT FIT" in line for line in p.trace)
 
 
-def test_offload_without_host_link_assumes_pcie_gen5_and_says_so(reg):
+def test_without_a_host_link_nothing_is_offloaded_and_it_cannot_run(reg):
     p = solve(reg, "toy-huge", "toy-bare")
-    assert p.latency_memory.to("s").magnitude == approx(2.2e10 / cal.DEFAULT_HOST_LINK_BANDWIDTH)
-    assert "PCIe Gen5" in " ".join(p.trace) and "PCIe Gen5" in p.basis
+    assert not p.feasible and p.bandwidth_path == "none"
+    assert p.latency_memory.to("s").magnitude == float("inf") == p.latency_s
+    assert p.throughput_per_s == 0.0 and p.mfu == 0.0 and p.hfu == 0.0
+    assert p.latency_compute.to("s").magnitude == approx(2e10 / 5e13)  # still reported
+    text = " ".join(p.trace)
+    assert "no [host_link]" in text and "cannot run" in text and "PCIe" not in text
+    assert "no offload path" in p.basis and "PCIe" not in p.basis
+    assert p.offload_spill.to("B").magnitude == approx(1e10)
+    with pytest.raises(OOMError, match="no \\[host_link\\]"):
+        solve(reg, "toy-huge", "toy-bare", raise_errors=True)
+
+
+def test_weights_beyond_memory_but_within_flash_fit_and_stream_from_flash(reg):
+    p = solve(reg, "toy-huge", "toy-flash", batch_size=2)  # 20 GB > 10 GB memory, <= 100 GB
+    assert p.feasible and p.bandwidth_path == "flash"
+    assert p.latency_memory.to("s").magnitude == approx(2e10 * 1.2 / 2e9)
+    assert p.offload_spill.to("B").magnitude == 0.0
+    assert "flash" in p.trace[0] and "fits" in p.trace[0]
+    assert "flash.bandwidth" in p.basis and "flash.capacity" in p.basis
+
+
+def test_training_cannot_use_flash(reg):
+    # 3 x 2 MB of training state fits memory: primary memory (flash is read-only)
+    p = solve(reg, "toy-compute", "toy-flash", batch_size=1, is_training=True)
+    assert p.feasible and p.bandwidth_path == "memory"
+    # 3 x 20 GB > 10 GB memory: the 100 GB flash does not help; offloaded over the host link
+    q = solve(reg, "toy-huge", "toy-flash", batch_size=1, is_training=True)
+    assert not q.feasible and q.bandwidth_path == "offload"
+    assert "read-only" in q.trace[0]
+    assert q.latency_memory.to("s").magnitude == approx(2.2e10 / 1e10)
 
 
 def test_raise_errors_raises_oom(reg):

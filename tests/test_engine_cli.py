@@ -84,6 +84,56 @@ def test_bad_arguments_exit_1(capsys):
     assert run(capsys, "solve", "resnet-50", "h100", "--train", "--zero-stage", "5")[0] == 1
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["solve", "h100", "llama-3.1-8b"], "is a device"),                    # swapped
+    (["solve", "specs/devices/h100-sxm.toml", "h100"], "device spec"),     # a device as workload
+    (["solve", "llama-3.1-8b", "specs/workloads/resnet-50.toml"], "workload spec"),
+    (["solve", "resnet-50", "h100", "-p", "fp7"], "Known precisions"),
+    (["solve", "resnet-50", "h100", "-p", ""], "Unknown precision"),
+    (["solve", "llama-3.1-8b", "h100", "--train", "--seq-len", "-5"], "seq_len"),
+    (["solve", "llama-3.1-8b", "h100", "--train", "--seq-len", "0"], "seq_len"),
+    (["solve", "llama-3.1-8b", "h100", "--zero-stage", "5"], "zero_stage"),
+    (["solve", "llama-3.1-8b", "h100", "--dp-size", "0"], "dp_size"),
+    (["solve", "llama-3.1-8b", "h100", "-e", "nan"], "efficiency"),
+    (["solve", "llama-3.1-8b", "h100", "-e", "0"], "efficiency"),
+    (["solve", "llama-3.1-8b", "h100", "-b", "x"], "invalid int"),
+    (["solve", "llama-3.1-8b", "h100", "--cost-model", "nope"], "cost model"),
+    (["solve", "resnet-50", "h100", "--cost-model", "roofline"], "generic workload"),
+    (["solve", "llama-3.1-8b", "h100", "--cost-model", "roofline", "--train"], "training"),
+    (["solve", "/no/such/file.toml", "h100"], "no such spec file"),
+    (["solve", "llama-3.1-8b"], "required"),
+    (["sweep", "h100", "llama-3.1-8b"], "is a device"),
+    (["sweep", "resnet-50", "h100", "-b", "0"], ">= 1"),
+    (["sweep", "resnet-50", "h100", "-b", "1,x"], "integers"),
+    (["sweep", "resnet-50", "h100", "-p", ",,"], "names"),
+    (["sweep", "resnet-50", "h100", "-p", "fp7"], "Unknown precision"),
+    (["sweep", "resnet-50", "h100", "--where", "nope < 3"], "unknown column"),
+    (["sweep", "resnet-50", "h100", "--pareto", "latency"], "two columns"),
+    (["sweep", "resnet-50", "h100", "--tp", "2"], "tensor parallelism"),
+    (["sweep", "resnet-50", "h100", "--kv-dtype", "fp8"], "--mode decode"),
+    (["sweep", "llama-3.1-8b", "h100", "--mode", "decode", "-b", "99999999999999999999"],
+     "below 2**63"),
+    (["sweep", "llama-3.1-8b", "h100", "--mode", "decode", "--kv-dtype", "fp7"],
+     "Unknown precision"),
+    (["sweep", "llama-3.1-8b", "h100", "--mode", "prefill", "--context", "0"], ">= 1"),
+    (["sweep", "bert-base", "h100", "--mode", "decode"], "encoder"),
+])
+def test_every_bad_input_exits_1_with_a_message_not_a_traceback(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 1, (argv, out, err)
+    assert words in err and "Traceback" not in err
+    assert err.startswith(("roofkit:", "usage:"))
+
+
+def test_engine_solve_refuses_unknown_keywords():
+    from roofkit import Engine
+
+    with pytest.raises(TypeError, match="'batch'"):
+        Engine.solve("llama-3.1-8b", "h100", batch=32)
+    with pytest.raises(TypeError, match="'batch'"):
+        Engine.sweep("llama-3.1-8b", ["h100"], precisions=["fp8"], batch=[1])
+
+
 def test_sweep_writes_csv(capsys):
     code, out, _ = run(capsys, "sweep", "resnet-50", "h100", "v100", "-b", "1,8,64", "-p",
                        "bf16,fp8", "--csv")
@@ -121,9 +171,66 @@ def test_workloads_lists_generic_workloads_with_counts(capsys):
     assert code == 0 and "resnet-50" in out
 
 
+def test_workloads_exits_1_naming_each_workload_it_could_not_derive(capsys, tmp_path,
+                                                                     monkeypatch):
+    from roofkit.engine import facts
+    from roofkit.errors import RoofkitError
+
+    real = facts._template_facts
+
+    def broken(spec, registry):
+        if spec.name == "mixtral-8x7b":
+            raise RoofkitError("template 'moe' could not be built (a test fault)")
+        return real(spec, registry)
+
+    monkeypatch.setattr(facts, "_template_facts", broken)
+    spec_dir = str(tmp_path)  # a fresh registry: nothing derived before the fault
+    code, out, err = run(capsys, "--spec-path", spec_dir, "workloads")
+    assert code == 1
+    assert "resnet-50" in out and "llama-3.1-8b" in out  # the rest is still listed
+    assert "1 workload(s) could not be derived" in err
+    assert "mixtral-8x7b: template 'moe' could not be built (a test fault)" in err
+    code, out, err = run(capsys, "--spec-path", spec_dir, "workloads", "--json")
+    assert code == 1 and "mixtral-8x7b" in err
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["mixtral-8x7b"]["error"].startswith("template 'moe'")
+    assert rows["llama-3.1-8b"]["params"] > 0
+
+
 def test_solve_cost_model_routes_through_the_circuit(capsys):
     pytest.importorskip("roofkit.circuit.api")
     code, out, _ = run(capsys, "solve", "llama-3.1-8b", "h100", "-b", "8", "--cost-model",
                        "roofline", "--json")
     assert code == 0
     assert json.loads(out)["trace"][0].startswith("cost model 'roofline'")
+
+
+def _doc_solve_commands():
+    """Every ``roofkit solve`` example of the README and docs/engine.md (continuations
+    joined, comments dropped), except those naming the reader's own files."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = []
+    for doc in (root / "README.md", root / "docs" / "engine.md"):
+        text = doc.read_text().replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("roofkit solve ") and "~" not in line and "WORKLOAD" not in line:
+                out.append(line.split()[2:])
+    return out
+
+
+@pytest.mark.parametrize("argv", _doc_solve_commands(), ids=" ".join)
+def test_documented_solve_examples_run_and_fit(capsys, argv):
+    code, out, err = run(capsys, "solve", *argv, *([] if "--json" in argv else ["--json"]))
+    assert code == 0, err
+    assert json.loads(out)["feasible"] is True
+
+
+def test_the_readme_training_example_needs_both_zero3_and_recomputation(capsys):
+    argv = ["solve", "llama-3.1-70b", "h100", "-p", "bf16", "--train", "--seq-len", "4096",
+            "--enforce-fit"]
+    assert run(capsys, *argv, "--zero-stage", "3", "--dp-size", "32", "--recompute")[0] == 0
+    assert run(capsys, *argv, "--zero-stage", "3", "--dp-size", "32")[0] == 2
+    assert run(capsys, *argv, "--recompute")[0] == 2

@@ -155,3 +155,77 @@ def test_registry_lists_builtin_plugins(registry):
     assert "roofkit_builtins.precisions" in names
     info = next(p for p in registry.plugins if p.name == "roofkit_builtins.precisions")
     assert info.distribution == "roofkit" and "roofkit_register_precisions" in info.hooks
+
+
+# -- aliases layer like names ----------------------------------------------------------------
+
+def test_a_later_layers_alias_wins_and_origin_names_its_file(tmp_path, registry):
+    path = toy(tmp_path, name="my-h100", alias="h100")
+    reg = make_registry(spec_paths=[tmp_path])
+    assert reg.device("h100").name == "my-h100"
+    assert reg.device("H100").name == "my-h100"
+    assert reg.origin("h100") == path.resolve()
+    assert reg.device("h100-sxm").name == "h100-sxm"  # the builtin keeps its name
+    assert registry.device("h100").name == "h100-sxm"
+
+
+def test_two_specs_of_one_layer_claiming_one_alias_name_both_files(tmp_path):
+    a = toy(tmp_path, name="toy-1", alias="shared")
+    b = toy(tmp_path, name="toy-2", alias="Shared")
+    with pytest.raises(SpecError) as info:
+        make_registry(spec_paths=[tmp_path])
+    text = str(info.value)
+    assert "alias 'shared'" in text and str(a.resolve()) in text and str(b.resolve()) in text
+
+
+def test_an_alias_of_one_layer_yields_to_the_same_alias_of_a_later_layer(tmp_path):
+    toy(tmp_path / "a", name="toy-1", alias="shared")
+    later = toy(tmp_path / "b", name="toy-2", alias="shared")
+    reg = make_registry(spec_paths=[tmp_path / "a", tmp_path / "b"])
+    assert reg.device("shared").name == "toy-2" and reg.origin("shared") == later.resolve()
+    assert reg.device("toy-1").name == "toy-1"
+
+
+def test_an_alias_cannot_hide_an_earlier_name(tmp_path):
+    path = toy(tmp_path, name="toy-1", alias="a100-40gb")
+    with pytest.raises(SpecError, match=r"alias 'a100-40gb'.*is the name of device") as info:
+        make_registry(spec_paths=[tmp_path])
+    assert f"{path.resolve()}:aliases" in str(info.value)
+
+
+# -- a name of another kind says so ---------------------------------------------------------
+
+def test_a_device_where_a_workload_belongs_says_so_and_gives_the_order(registry):
+    with pytest.raises(UnknownNameError) as info:
+        registry.workload("h100")
+    assert "'h100' is a device (h100-sxm), not a workload" in str(info.value)
+    assert "WORKLOAD DEVICE" in str(info.value)
+
+
+def test_a_workload_where_a_device_belongs_says_so(registry):
+    with pytest.raises(UnknownNameError, match=r"'llama-3\.1-8b' is a workload, not a device"):
+        registry.device("llama-3.1-8b")
+
+
+def test_an_unknown_name_of_no_kind_still_suggests(registry):
+    with pytest.raises(UnknownNameError) as info:
+        registry.workload("llama-3.1-8")
+    assert "Did you mean" in str(info.value) and "is a device" not in str(info.value)
+
+
+def test_a_device_file_where_a_workload_belongs_says_what_it_is(registry):
+    from roofkit.paths import builtin_specs_dir
+
+    path = builtin_specs_dir() / "devices" / "h100-sxm.toml"
+    with pytest.raises(SpecError) as info:
+        registry.workload(str(path))
+    (problem,) = info.value.details
+    assert "this file is a device spec, not a workload spec" in problem.message
+
+
+def test_a_loose_device_file_where_a_workload_belongs_says_what_it_is(tmp_path, registry):
+    path = tmp_path / "mine.toml"
+    path.write_text(TOY.format(name="toy-1", display="Toy", alias="t", peak="1 TFLOP/s"))
+    with pytest.raises(SpecError, match="this file is a device spec"):
+        registry.workload(path)
+    assert registry.device(path).name == "toy-1"

@@ -25,8 +25,11 @@ def test_every_step_is_the_circuit_estimate_plus_host_work(registry, name, devic
     est = serve(name, device, batch=batch, input_len=prompt, output_len=6, tp=tp, basis=basis,
                 registry=registry)
     kw = dict(tp=tp, basis=basis, kv_cache_dtype="bf16", registry=registry)
-    pre = roofkit.prefill(name, device, tokens=prompt, seqs=batch, **kw)
+    # the first token waits for the prompt's embedding, the layers and the LM head
+    pre = roofkit.prefill(name, device, tokens=prompt, seqs=batch, head=True, **kw)
     assert est.ttft == pytest.approx(pre.time + est.prefill_host.host_time, rel=1e-12)
+    layers = roofkit.prefill(name, device, tokens=prompt, seqs=batch, **kw)
+    assert est.prefill_device == pre.time > layers.time
     for j, step in enumerate(est.itl_steps, start=1):
         dec = roofkit.decode(name, device, batch=batch, context=prompt + j, **kw)
         assert step == pytest.approx(dec.time + est.decode_host.host_time, rel=1e-12)

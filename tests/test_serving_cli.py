@@ -73,3 +73,46 @@ def test_serve_is_exported_lazily_from_the_top_package():
                         engine="vllm")
     assert est.quantity("e2e").units == roofkit.Q(1, "ms").units
     assert est.fits
+
+
+def test_the_kv_cache_format_is_kv_cache_dtype_in_python_and_kv_dtype_on_the_cli(capsys):
+    from roofkit.serving import max_load
+
+    est = roofkit.serve("llama-3.1-8b", "h100", batch=4, input_len=64, output_len=4,
+                        kv_cache_dtype="fp8")
+    bf16 = roofkit.serve("llama-3.1-8b", "h100", batch=4, input_len=64, output_len=4)
+    assert est.kv_cache_dtype == "fp8" and bf16.kv_cache_dtype == "bf16"
+    assert est.to_dict()["kv_cache_dtype"] == "fp8" and "kv_dtype" not in est.to_dict()
+    assert est.kv_per_token_per_device == pytest.approx(bf16.kv_per_token_per_device / 2)
+    # the same keyword as roofkit.decode
+    step = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=64, kv_cache_dtype="fp8")
+    assert step.settings["kv_cache_dtype"] == "fp8"
+    full = max_load("llama-3.1-8b", "h100", input_len=128, output_len=128,
+                    kv_cache_dtype="fp8", max_requests=8)
+    assert full.kv_cache_dtype == "fp8"
+    with pytest.raises(TypeError, match="kv_dtype"):
+        roofkit.serve("llama-3.1-8b", "h100", kv_dtype="fp8")
+    code, out, _ = run(capsys, "serve", "llama-3.1-8b", "h100", "--batch", "4",
+                       "--input-len", "64", "--output-len", "4", "--kv-dtype", "fp8", "--json")
+    assert code == 0 and json.loads(out)["kv_cache_dtype"] == "fp8"
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["serve", "h100", "llama-3.1-8b"], "is a device"),
+    (["serve", "specs/devices/h100-sxm.toml", "h100"], "device spec"),
+    (["serve", "llama-3.1-8b", "h100", "--kv-dtype", "fp7"], "Unknown precision"),
+    (["serve", "llama-3.1-8b", "h100", "--precision", "fp7"], "Unknown precision"),
+    (["serve", "llama-3.1-8b", "h100", "--batch", "0"], "batch"),
+    (["serve", "llama-3.1-8b", "h100", "--input-len", "-1"], "input_len"),
+    (["serve", "llama-3.1-8b", "h100", "--tp", "3"], "heads"),
+    (["serve", "llama-3.1-8b", "l4", "--tp", "2"], "interconnect"),
+    (["serve", "llama-3.1-8b", "h100", "--basis", "guess"], "invalid choice"),
+    (["serve", "bert-base", "h100"], "encoder"),
+])
+def test_bad_serve_inputs_exit_1_without_a_traceback(capsys, argv, words):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refusals
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 1 and words in err and "Traceback" not in err

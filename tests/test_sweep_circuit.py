@@ -58,6 +58,11 @@ def _check(table, registry, mode, precisions, kv, inner, tps=(1,)):
         assert _close(row["weights_bytes"], fit.weights)
         assert _close(row["kv_bytes"], fit.kv_bytes + fit.state_bytes)
         assert row["reason"].startswith("fits") == fit.fits
+        plan = roofkit.circuit.api.plan(row["workload"], row["device"], mode, prec, kv,
+                                        registry=registry, tp=tp)
+        assert row["fell_back"] == bool(plan.fallbacks)
+        assert row["basis"] == "datasheet" and est.basis.startswith("datasheet ceiling")
+        assert set(row["compute_slot"].split("+")) <= {r.slot for r in est.rows}
 
 
 grid = dict(
@@ -105,6 +110,53 @@ def test_calibrated_decode_rows_equal_the_scalar_decode(registry, workload, batc
                              basis="calibrated", registry=registry)
         assert _close(row["itl_ms"], est.time * 1e3), i
         assert row["bottleneck"] == est.bound
+
+
+@pytest.mark.parametrize("mode", ["decode", "prefill"])
+def test_every_row_names_its_basis_compute_slot_and_fallback(registry, mode):
+    t = roofkit.sweep("llama-3.1-8b", ["a100-80gb", "h100", "l4"], ["fp8", "bf16"], [1, 8],
+                      contexts=[128], mode=mode, registry=registry)
+    rows = {(r["device"], r["precision"]): r for r in t}
+    # fp8 on an A100 (no fp8 peak) runs at the fp16 peak of its fallback chain: flagged
+    a100 = rows[("a100-80gb", "fp8")]
+    assert a100["fell_back"] and a100["compute_slot"].split("+")[0] == "fp16"
+    assert "fp8" not in a100["compute_slot"]
+    est = (roofkit.decode("llama-3.1-8b", "a100-80gb", precision="fp8", context=128,
+                          registry=registry) if mode == "decode" else
+           roofkit.prefill("llama-3.1-8b", "a100-80gb", precision="fp8", tokens=128,
+                           registry=registry))
+    assert "no fp8 peak; runs at the fp16 peak" in est.basis
+    h100 = rows[("h100-sxm", "fp8")]
+    assert not h100["fell_back"] and h100["compute_slot"].split("+")[0] == "fp8"
+    assert rows[("a100-80gb", "bf16")]["compute_slot"] == "bf16"
+    assert set(t["basis"]) == {"datasheet"}
+    assert t.where("fell_back")["device"].tolist() == ["a100-80gb", "a100-80gb"]
+    for column in ("basis", "compute_slot", "fell_back"):
+        assert column in t.to_csv().splitlines()[0].split(",")
+        assert column in t.to_json(orient="records")
+
+
+def test_prefill_head_adds_the_embedding_and_lm_head_as_the_scalar_prefill(registry):
+    kw = dict(mode="prefill", contexts=[128, 4096], registry=registry)
+    layers = roofkit.sweep("llama-3.1-8b", ["h100"], ["bf16"], [1, 8], **kw)
+    full = roofkit.sweep("llama-3.1-8b", ["h100"], ["bf16"], [1, 8], head=True, **kw)
+    assert full.meta["head"] is True and layers.meta["head"] is False
+    for row, base in zip(full, layers, strict=True):
+        est = roofkit.prefill("llama-3.1-8b", "h100", tokens=row["context"],
+                              seqs=row["batch_size"], precision="bf16", head=True,
+                              registry=registry)
+        assert _close(row["ttft_ms"], est.time * 1e3) and row["ttft_ms"] > base["ttft_ms"]
+        assert row["feasible"] == est.fits
+    with pytest.raises(SpecError, match="prefill setting"):
+        roofkit.sweep("llama-3.1-8b", ["h100"], mode="decode", head=True, registry=registry)
+    with pytest.raises(SpecError, match="True or False"):
+        roofkit.sweep("llama-3.1-8b", ["h100"], mode="prefill", head="yes", registry=registry)
+
+
+def test_the_calibrated_basis_says_where_a_device_has_no_calibration(registry):
+    t = roofkit.sweep("llama-3.1-8b", ["h100", "l4"], ["fp8"], [1], contexts=[128],
+                      mode="decode", basis="calibrated", registry=registry)
+    assert t["basis"].tolist() == ["calibrated", "datasheet (no calibration)"]
 
 
 def test_tensor_parallelism_splits_the_step_and_the_memory(registry):

@@ -7,6 +7,8 @@ import csv
 import io
 import json
 
+import pytest
+
 import roofkit
 from roofkit.cli import main
 
@@ -93,3 +95,45 @@ def test_without_query_flags_the_engine_sweep_output_is_unchanged(capsys):
     code, out, _ = run(capsys, "sweep", "resnet-50", "h100", "-b", "1,8", "--csv")
     assert code == 0
     assert out.splitlines()[0].startswith("hardware,batch_size,precision")
+
+
+def test_every_output_says_basis_slot_and_fallback(capsys):
+    args = ["sweep", "llama-3.1-8b", "a100-80gb", "h100", "-b", "1", "-p", "fp8",
+            "--mode", "decode", "--context", "128"]
+    code, out, _ = run(capsys, *args, "--csv")
+    assert code == 0
+    rows = {r["device"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert rows["a100-80gb"]["fell_back"] == "True" and rows["h100-sxm"]["fell_back"] == "False"
+    assert rows["a100-80gb"]["compute_slot"].startswith("fp16")
+    assert {r["basis"] for r in rows.values()} == {"datasheet"}
+    code, out, _ = run(capsys, *args, "--json")
+    rows = {r["device"]: r for r in json.loads(out)["rows"]}
+    assert rows["a100-80gb"]["fell_back"] is True and rows["a100-80gb"]["basis"] == "datasheet"
+    code, out, _ = run(capsys, *args)
+    assert "fp16+bf16 (fallback)" in out and "basis: datasheet" in out
+    # the engine mode too, through roofkit.sweep and through Engine.sweep
+    code, out, _ = run(capsys, "sweep", "resnet-50", "a100-80gb", "-p", "fp8", "--where",
+                       "fits", "--csv")
+    row = next(csv.DictReader(io.StringIO(out)))
+    assert (row["basis"], row["compute_slot"], row["fell_back"]) == ("datasheet", "fp16",
+                                                                     "True")
+    code, out, _ = run(capsys, "sweep", "resnet-50", "a100-80gb", "-p", "fp8", "--csv")
+    row = next(csv.DictReader(io.StringIO(out)))
+    assert (row["basis"], row["compute_slot"], row["fell_back"]) == ("datasheet", "fp16",
+                                                                     "True")
+    code, out, _ = run(capsys, "sweep", "resnet-50", "a100-80gb", "-p", "fp8")
+    assert "fp16 (fallback)" in out and "basis: datasheet" in out
+
+
+def test_kv_dtype_and_basis_flags_reach_the_decode_sweep(capsys):
+    code, out, _ = run(capsys, "sweep", "llama-3.1-8b", "h100", "-b", "8", "-p", "fp8",
+                       "--mode", "decode", "--context", "4096", "--kv-dtype", "fp8",
+                       "--basis", "calibrated", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["meta"]["kv_cache_dtype"] == "fp8" and data["meta"]["basis"] == "calibrated"
+    row = data["rows"][0]
+    assert row["basis"] == "calibrated"
+    est = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=4096, precision="fp8",
+                         kv_cache_dtype="fp8", basis="calibrated")
+    assert row["itl_ms"] == pytest.approx(est.time * 1e3, rel=1e-12)

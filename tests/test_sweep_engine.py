@@ -42,8 +42,9 @@ def _check_rows(table, registry, **solve_kw):
             assert _close(row[k], d[k]), (k, row, d[k])
         for k in EXACT_KEYS:
             assert row[k] == d[k], (k, row, d[k])
-        assert row["peak_fell_back"] == p._fell_back
-        assert row["peak_slot"] == p._slot
+        assert row["fell_back"] == p.fell_back == d["fell_back"]
+        assert row["compute_slot"] == p.compute_slot == d["compute_slot"]
+        assert row["basis"] == "datasheet"
         assert row["capacity_bytes"] == p._df.capacity
 
 
@@ -80,15 +81,22 @@ def test_training_rows_equal_engine_solve(registry, workload, devices, precision
                 activation_recomputation=recompute)
 
 
-def test_the_grid_covers_offload_sram_flash_and_fallback(registry):
+def test_the_grid_covers_every_bandwidth_path_and_fallback(registry):
     t = roofkit.sweep("ds-cnn", ["esp32-s3", "h100", "stm32f407"], ["int8", "nvfp4"], [1],
                       registry=registry)
     t2 = roofkit.sweep("llama-3.1-70b", ["h100"], ["fp16"], [1], registry=registry)
-    paths = set(t["bandwidth_path"]) | set(t2["bandwidth_path"])
-    assert {"offload", "memory"} <= paths and ({"sram", "flash"} & paths)
-    assert t.where("peak_fell_back")["precision"].tolist()  # nvfp4 on devices without fp4
-    _check_rows(t, registry)
-    _check_rows(t2, registry)
+    # MobileNetV2 streams from the ESP32-S3's flash; ResNet-50 fits neither SRAM nor flash
+    # of any microcontroller, which have no host link: no path
+    t3 = roofkit.sweep("mobilenet-v2", ["esp32-s3"], ["int8"], [1, 7], registry=registry)
+    t4 = roofkit.sweep("resnet-50", ["esp32-s3", "nrf52840"], ["int8"], [1, 3],
+                       registry=registry)
+    paths = {p for t_ in (t, t2, t3, t4) for p in t_["bandwidth_path"]}
+    assert paths == {"offload", "memory", "sram", "flash", "none"}
+    assert set(t3["bandwidth_path"]) == {"flash"} and t3["feasible"].all()
+    assert set(t4["bandwidth_path"]) == {"none"} and not t4["feasible"].any()
+    assert t.where("fell_back")["precision"].tolist()  # nvfp4 on devices without fp4
+    for table in (t, t2, t3, t4):
+        _check_rows(table, registry)
 
 
 def test_feasible_rows_are_engine_sweep_rows_and_reasons_match(registry):

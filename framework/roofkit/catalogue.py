@@ -1,7 +1,9 @@
 """Layered spec catalogues: builtin specs, plugin spec dirs, user paths, ``ROOFKIT_SPEC_PATH``.
 
-Later layers win by name; :meth:`Catalogue.origin` names the file that won. Lookups are by
-key or alias, case-insensitively, and teach the closest names when they miss.
+Each path is a layer; later layers win, by name and by alias alike, and
+:meth:`Catalogue.origin` names the file that won. Within one layer a name or an alias
+claimed twice is an error naming both files. Lookups are by key or alias,
+case-insensitively, and teach the closest names when they miss.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from types import MappingProxyType
 
 import attrs
 
-from .errors import SpecError, UnknownNameError
+from .errors import Problem, SpecError, UnknownNameError
 from .loader import format_problems, problems_of, read_toml
-from .spec_kinds import SPEC_KINDS, SpecKind
+from .spec_kinds import SPEC_KINDS, SpecKind, infer_kind
+from .spec_kinds import a as a_noun
 
 
 @attrs.frozen
@@ -23,6 +26,7 @@ class Entry:
     obj: object
     origin: Path
     layer: str
+    rank: int = 0  # the layer's place in precedence order, lowest first
 
 
 def _norm(name: str) -> str:
@@ -37,6 +41,11 @@ class Catalogue(Mapping):
         self._entries = MappingProxyType(entries)
         self._aliases = MappingProxyType(aliases)
 
+    @property
+    def noun(self) -> str:
+        spec_kind = SPEC_KINDS.get(self.kind)
+        return spec_kind.noun if spec_kind else self.kind.rstrip("s")
+
     def __getitem__(self, name: str):
         return self._entries[self.resolve(name)].obj
 
@@ -47,9 +56,12 @@ class Catalogue(Mapping):
         return len(self._entries)
 
     def __contains__(self, name) -> bool:
-        return isinstance(name, str) and (_norm(name) in self._entries or _norm(name) in self._aliases)
+        if not isinstance(name, str):
+            return False
+        n = _norm(name)
+        return n in self._entries or n in self._aliases
 
-    def resolve(self, name: str) -> str:
+    def resolve(self, name: str, hint: str = "") -> str:
         """The key for ``name`` (key or alias, any case); UnknownNameError with suggestions."""
         n = _norm(name)
         if n in self._entries:
@@ -57,13 +69,19 @@ class Catalogue(Mapping):
         if n in self._aliases:
             return self._aliases[n]
         known = list(self._entries) + list(self._aliases)
-        raise UnknownNameError(self.kind.rstrip("s"), name, known)
+        raise UnknownNameError(self.noun, name, known, hint)
 
     def entry(self, name: str) -> Entry:
         return self._entries[self.resolve(name)]
 
     def origin(self, name: str) -> Path:
+        """The file of the spec ``name`` (a key or an alias) resolves to."""
         return self.entry(name).origin
+
+    @property
+    def aliases(self) -> Mapping[str, str]:
+        """alias → key, after layering."""
+        return self._aliases
 
     def values_in_order(self):
         return [e.obj for e in self._entries.values()]
@@ -78,75 +96,197 @@ def spec_layers(plugin_dirs, user_paths) -> list[tuple[str, Path]]:
     return layers
 
 
-def _files_of(path: Path) -> list[tuple[SpecKind, Path]]:
-    """Spec files under a layer path: a root with kind folders, a kind folder, or one file."""
-    if path.is_file():
-        kind = SPEC_KINDS.get(path.parent.name)
-        if kind is None:
-            from .spec_kinds import infer_kind
+def kind_of_file(path: Path, data: dict | None = None) -> SpecKind | None:
+    """The kind of one spec file: by the folder it sits in (after resolving the path, so
+    ``h100-sxm.toml`` run from ``specs/calibration`` is a calibration), else by its marker
+    key. A file that does not parse raises its SpecError (syntax, encoding)."""
+    path = Path(path).resolve()
+    kind = SPEC_KINDS.get(path.parent.name)
+    if kind is not None:
+        return kind
+    return infer_kind(read_toml(path) if data is None else data)
 
-            try:
-                kind = infer_kind(read_toml(path))
-            except SpecError:
-                kind = None
-        if kind is None:
-            raise SpecError(f"{path}: cannot tell what kind of spec this is; put it in a folder "
-                            f"named one of {', '.join(SPEC_KINDS)}")
-        return [(kind, path)]
-    if not path.is_dir():
-        raise SpecError(f"spec path {path} does not exist (from ROOFKIT_SPEC_PATH or spec_paths)")
-    if path.name in SPEC_KINDS and not any((path / k).is_dir() for k in SPEC_KINDS):
-        return [(SPEC_KINDS[path.name], f) for f in sorted(path.glob("*.toml"))]
+
+def _loose(path: Path, files: list, problems: list) -> None:
+    """One file outside a kind folder: its kind from its marker key."""
+    try:
+        kind = kind_of_file(path)
+    except SpecError as exc:  # a syntax error or a file that is not UTF-8
+        problems += exc.details
+        return
+    if kind is None:
+        problems.append(Problem(str(path), None, (
+            "cannot tell what kind of spec this is; put it in a folder named one of "
+            f"{', '.join(SPEC_KINDS)}")))
+        return
+    files.append((kind, path))
+
+
+def files_of(path: str | Path) -> tuple[list[tuple[SpecKind, Path]], list[Problem]]:
+    """Spec files under a layer path, resolved: a root with kind folders, a kind folder, a
+    folder of loose files (each of the kind its marker key says), or one file. Returns
+    (files with their kinds, problems: a missing path, a loose file of no known kind)."""
+    path = Path(path).resolve()
+    files: list[tuple[SpecKind, Path]] = []
+    problems: list[Problem] = []
+    if path.is_file():
+        _loose(path, files, problems)
+    elif not path.is_dir():
+        problems.append(Problem(str(path), None, "spec path does not exist"))
+    elif any((path / k).is_dir() for k in SPEC_KINDS):
+        for folder, kind in SPEC_KINDS.items():
+            d = path / folder
+            if d.is_dir():
+                files += [(kind, f) for f in sorted(d.rglob("*.toml"))]
+    elif path.name in SPEC_KINDS:
+        files = [(SPEC_KINDS[path.name], f) for f in sorted(path.glob("*.toml"))]
+    else:
+        for f in sorted(path.glob("*.toml")):
+            _loose(f, files, problems)
+    return files, problems
+
+
+def load_file(kind: SpecKind, file: Path, converter) -> tuple[object | None, list[Problem]]:
+    """Read and structure one file as ``kind``: (spec or None, every problem at once)."""
+    try:
+        data = read_toml(file)
+    except SpecError as exc:
+        return None, list(exc.details)
+    obj, items = problems_of(data, kind.cls, converter)
+    if items:
+        other = _other_kind(kind, file, data)
+        if other is not None:
+            return None, [Problem(str(file), None, (
+                f"this file is {a_noun(other.noun)} spec, not {a_noun(kind.noun)} spec "
+                f"({len(items)} problem(s) reading it as {a_noun(kind.noun)})"))]
+    return obj, format_problems(file, items)
+
+
+def _other_kind(kind: SpecKind, file: Path, data: dict) -> SpecKind | None:
+    """The kind ``file`` is when it is plainly not ``kind``: it sits in another kind's folder
+    or carries another kind's marker key and not this kind's."""
+    if kind.marker and kind.marker in data:
+        return None
+    try:
+        other = kind_of_file(file, data)
+    except SpecError:
+        return None
+    return other if other is not None and other is not kind else None
+
+
+def load_spec(kind: SpecKind, ref: str | Path, converter, tables) -> object:
+    """One spec file as ``kind``, cross-checked against ``tables``; SpecError otherwise."""
+    file = Path(ref)
+    obj, problems = load_file(kind, file, converter)
+    if not problems and kind.check is not None:
+        problems = format_problems(file, kind.check(obj, tables))
+    if problems:
+        raise SpecError(problems, title=f"{file}: {len(problems)} problem(s)"
+                        if len(problems) > 1 else None)
+    return obj
+
+
+def check_paths(paths, converter, tables) -> tuple[int, list[Problem]]:
+    """``roofkit check``: every spec file under ``paths``, each read as the kind its folder
+    or marker says, structured and cross-checked. (files checked, problems)."""
+    problems: list[Problem] = []
+    n = 0
+    for raw in paths:
+        files, found = files_of(raw)
+        problems += found
+        n += len({p.file for p in found if p.file and Path(p.file).is_file()})
+        if not files and not found:
+            problems.append(Problem(str(Path(raw).resolve()), None, (
+                "no spec files here; a spec folder holds *.toml files or folders named "
+                f"{', '.join(SPEC_KINDS)}")))
+        for kind, file in files:
+            n += 1
+            obj, items = load_file(kind, file, converter)
+            if obj is not None and kind.check is not None and not items:
+                items = format_problems(file, kind.check(obj, tables))
+            problems += items
+    return n, problems
+
+
+def _layer_entries(path: Path, label: str, rank: int, converter, cache, problems):
+    """The specs of one layer by kind: {folder: {key: Entry}}; problems appended."""
+    found: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
+    files, bad = files_of(path)
+    problems += bad
+    for kind, file in files:
+        obj = cache.get(file, kind.folder) if cache else None
+        if obj is None:
+            obj, items = load_file(kind, file, converter)
+            if items:
+                problems += items
+                continue
+            if cache:
+                cache.put(file, kind.folder, obj)
+        key = _norm(getattr(obj, kind.key))
+        table = found[kind.folder]
+        if key in table:
+            problems.append(Problem(str(file), kind.key, (
+                f"{kind.noun} {key!r} is defined twice in one layer: {table[key].origin} and "
+                f"{file}")))
+            continue
+        table[key] = Entry(obj, file, label, rank)
+    return found
+
+
+def _claims(entry: Entry, key: str) -> list[str]:
+    """The aliases a spec claims (its ``aliases`` and ``symbol``), normalized, without its
+    own key and without repeats."""
     out = []
-    for folder, kind in SPEC_KINDS.items():
-        d = path / folder
-        if d.is_dir():
-            out += [(kind, f) for f in sorted(d.rglob("*.toml"))]
+    for a in (*getattr(entry.obj, "aliases", ()), getattr(entry.obj, "symbol", None)):
+        if a and _norm(a) != key and _norm(a) not in out:
+            out.append(_norm(a))
     return out
 
 
-def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue], list[str]]:
-    """Load every layer into catalogues. Returns (catalogues, problem lines)."""
-    entries: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
-    problems: list[str] = []
-    for label, path in layers:
-        try:
-            files = _files_of(path)
-        except SpecError as exc:
-            problems += exc.problems
+def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str]:
+    """alias → key over the winning specs: a later layer's alias wins over an earlier one's,
+    a name over an alias of an earlier layer; within one layer two specs claiming one alias
+    (or an alias that is another spec's name) are an error naming both files."""
+    claims: dict[str, list[tuple[int, str]]] = {}
+    for key, e in table.items():
+        for a in _claims(e, key):
+            claims.setdefault(a, []).append((e.rank, key))
+    out: dict[str, str] = {}
+    for alias, owners in claims.items():
+        top = max(rank for rank, _ in owners)
+        winners = [key for rank, key in owners if rank == top]
+        if len(winners) > 1:
+            files = " and ".join(str(table[k].origin) for k in winners)
+            problems.append(Problem(str(table[winners[-1]].origin), "aliases", (
+                f"alias {alias!r} is claimed by {kind.noun}s {', '.join(map(repr, winners))} in "
+                f"one layer: {files}")))
             continue
-        seen_here: dict[tuple[str, str], Path] = {}
-        for kind, file in files:
-            file = file.resolve()
-            obj = cache.get(file, kind.folder) if cache else None
-            if obj is None:
-                try:
-                    data = read_toml(file)
-                except SpecError as exc:
-                    problems += exc.problems
-                    continue
-                obj, items = problems_of(data, kind.cls, converter)
-                if items:
-                    problems += format_problems(file, items)
-                    continue
-                if cache:
-                    cache.put(file, kind.folder, obj)
-            key = _norm(getattr(obj, kind.key))
-            if (kind.folder, key) in seen_here:
-                problems.append(f"{kind.folder[:-1]} {key!r} is defined twice in one layer: "
-                                f"{seen_here[(kind.folder, key)]} and {file} @ {file}:{kind.key}")
-                continue
-            seen_here[(kind.folder, key)] = file
-            entries[kind.folder][key] = Entry(obj, file, label)
+        owner = winners[0]
+        named = table.get(alias)
+        if named is not None:
+            if named.rank > top:
+                continue  # a later layer's name wins over an earlier alias
+            problems.append(Problem(str(table[owner].origin), "aliases", (
+                f"alias {alias!r} of {kind.noun} {owner!r} is the name of {kind.noun} {alias!r} "
+                f"({named.origin}); an alias cannot hide a name of the same or an earlier "
+                "layer")))
+            continue
+        out[alias] = owner
+    return out
+
+
+def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue], list[Problem]]:
+    """Load every layer into catalogues. Returns (catalogues, problems)."""
+    entries: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
+    problems: list[Problem] = []
+    for rank, (label, path) in enumerate(layers):
+        found = _layer_entries(path, label, rank, converter, cache, problems)
+        for folder, table in found.items():
+            entries[folder].update(table)  # a later layer wins by name
     cats = {}
     for folder, table in entries.items():
         kind = SPEC_KINDS[folder]
-        aliases: dict[str, str] = {}
-        if kind.aliases:
-            for key, e in table.items():
-                for a in (*getattr(e.obj, "aliases", ()), getattr(e.obj, "symbol", None)):
-                    if a and _norm(a) not in table:
-                        aliases.setdefault(_norm(a), key)
+        aliases = _aliases(kind, table, problems) if kind.aliases else {}
         cats[folder] = Catalogue(folder, table, aliases)
     tables = {**tables, **cats}
     for folder, cat in cats.items():

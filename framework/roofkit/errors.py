@@ -1,9 +1,35 @@
-"""One error hierarchy for roofkit; every member is also a builtin exception."""
+"""One error hierarchy for roofkit; every member is also a builtin exception.
+
+Every member pickles with all of its attributes (errors cross process pools in sweeps).
+"""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import NamedTuple
+
+
+class Problem(NamedTuple):
+    """One problem in a spec: the file, the key path inside it and what is wrong.
+
+    ``key`` is ``""`` for the top-level table and ``None`` for the file as a whole (a TOML
+    syntax error, an unreadable file); ``file`` is ``None`` for a problem of no file.
+    """
+
+    file: str | None
+    key: str | None
+    message: str
+
+    def __str__(self) -> str:
+        if self.file is None:
+            return self.message
+        if self.key is None:
+            return f"{self.message} @ {self.file}"
+        return f"{self.message} @ {self.file}:{self.key or '<top>'}"
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "key": self.key, "message": self.message}
 
 
 class RoofkitError(Exception):
@@ -11,12 +37,19 @@ class RoofkitError(Exception):
 
 
 class SpecError(RoofkitError, ValueError):
-    """A spec (file or value) is invalid. ``problems`` holds one line per problem."""
+    """A spec (file or value) is invalid.
 
-    def __init__(self, problems: Iterable[str] | str, *, title: str | None = None):
-        if isinstance(problems, str):
+    ``details`` holds one :class:`Problem` per problem; ``problems`` the same as lines,
+    ``message @ file:key.path``.
+    """
+
+    def __init__(self, problems: Iterable[str | Problem] | str | Problem, *,
+                 title: str | None = None):
+        if isinstance(problems, str | Problem):
             problems = [problems]
-        self.problems = tuple(problems)
+        self.details = tuple(p if isinstance(p, Problem) else Problem(None, None, str(p))
+                             for p in problems)
+        self.problems = tuple(str(p) for p in self.details)
         self.title = title
         head = f"{title}\n" if title else ""
         if len(self.problems) == 1 and not title:
@@ -26,20 +59,25 @@ class SpecError(RoofkitError, ValueError):
         super().__init__(text)
 
     def __reduce__(self):
-        return (_rebuild_spec_error, (self.problems, self.title))
+        return (_rebuild_spec_error, (self.details, self.title))
 
 
-def _rebuild_spec_error(problems, title):
-    return SpecError(problems, title=title)
+def _rebuild_spec_error(details, title):
+    return SpecError(details, title=title)
 
 
 class UnknownNameError(RoofkitError, LookupError):
-    """A name (device, workload, precision…) is not in the registry."""
+    """A name (device, workload, precision…) is not in the registry.
+
+    ``suggestions`` holds the closest known names; ``hint`` a sentence added to the message
+    (e.g. that the name is of another kind).
+    """
 
     def __init__(self, kind: str, name: str, known: Iterable[str] = (), hint: str = ""):
         self.kind = kind
         self.name = name
         self.known = tuple(known)
+        self.hint = hint
         self.suggestions = tuple(closest(name, self.known))
         msg = f"Unknown {kind} {name!r}."
         if self.suggestions:
@@ -54,7 +92,7 @@ class UnknownNameError(RoofkitError, LookupError):
         return self.args[0]
 
     def __reduce__(self):
-        return (UnknownNameError, (self.kind, self.name, self.known))
+        return (UnknownNameError, (self.kind, self.name, self.known, self.hint))
 
 
 class PluginError(RoofkitError, RuntimeError):

@@ -1,7 +1,10 @@
 """Reading TOML specs into frozen attrs objects through one private, strict cattrs converter.
 
 Every problem in a file is collected and raised at once as a :class:`SpecError` whose lines
-read ``message @ file:key.path``; no cattrs traceback reaches the user.
+read ``message @ file:key.path``; no cattrs traceback reaches the user. A spec class takes
+part in checking through two optional methods (see :func:`problems_of`): the classmethod
+``raw_problems(data)``, checks on the raw TOML table that run whether or not the file
+structured, and ``problems()``, checks that need the structured object.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, override
 
 from . import units
-from .errors import SpecError, closest
+from .errors import Problem, SpecError, closest
+from .schema.common import FieldProblem
 from .schema.fields import meta_of
 
 if sys.version_info >= (3, 11):
@@ -46,7 +50,8 @@ def _int(v, _):
     if isinstance(v, bool) or not isinstance(v, int):
         if isinstance(v, float) and v.is_integer():
             raise _Problems([("", f"expected an integer, got {v!r}; write {int(v)}")])
-        extra = f"; write {v.strip()} without quotes" if isinstance(v, str) and v.strip().isdigit() else ""
+        digits = isinstance(v, str) and v.strip().isdigit()
+        extra = f"; write {v.strip()} without quotes" if digits else ""
         raise _Problems([("", f"expected an integer, got {v!r} ({_kind(v)}){extra}")])
     return v
 
@@ -80,6 +85,16 @@ def _str_tuple(v, _):
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise _Problems([("", f"expected a list of strings, got {v!r}")])
     return tuple(v)
+
+
+def _literal(v, typ):
+    """One of a Literal's values, with the closest one suggested when it is not."""
+    args = typing.get_args(typ)
+    if v in args and type(v) in {type(a) for a in args}:
+        return v
+    near = closest(v, [a for a in args if isinstance(a, str)]) if isinstance(v, str) else []
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    raise _Problems([("", f"{v!r} must be one of {', '.join(map(repr, args))}{hint}")])
 
 
 def _parse_quantity(meta: dict):
@@ -141,6 +156,7 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(str, _str)
     conv.register_structure_hook(bool, _bool)
     conv.register_structure_hook_func(lambda t: t == tuple[str, ...], _str_tuple)
+    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is typing.Literal, _literal)
 
     def factory(cls):
         overrides = {}
@@ -157,14 +173,6 @@ def make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(attrs.has, factory)
     return conv
-
-
-def _literal_message(exc: Exception, typ) -> str | None:
-    args = typing.get_args(typ)
-    if typing.get_origin(typ) is typing.Literal and args:
-        value = getattr(exc, "args", [None])[0]
-        return f"must be one of {', '.join(map(repr, args))}"
-    return None
 
 
 def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
@@ -196,6 +204,8 @@ def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
                 f"; known keys: {', '.join(known)}"
             out.append((f"{path}.{key}" if path else key, f"unknown key {key!r}{hint}"))
         return out
+    if isinstance(exc, FieldProblem):  # a field validator, run by the class's __init__
+        return [(f"{path}.{exc.key}" if path else exc.key, exc.message)]
     if isinstance(exc, _Problems):
         return [(f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
     if isinstance(exc, KeyError):
@@ -207,36 +217,69 @@ def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
         for e in exc.exceptions:
             out += _walk(e, path, cls)
         return out
-    lit = _literal_message(exc, cls) if cls is not None else None
-    if lit:
-        return [(path, lit)]
     return [(path, str(exc) or type(exc).__name__)]
 
 
+def _dedupe(items) -> list[tuple[str, str]]:
+    seen, out = set(), []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
 def problems_of(data: dict, cls, converter: cattrs.Converter):
-    """Structure ``data`` into ``cls``: (object or None, [(key path, message)...])."""
+    """Structure ``data`` into ``cls``: (object or None, [(key path, message)...]).
+
+    Three kinds of check run and their problems are reported together, each once:
+    structuring (types, units, unknown and missing keys); ``cls.raw_problems(data)``, a
+    classmethod of checks that read the raw TOML table and so run even when structuring
+    failed (names, slots, provenance…); and ``obj.problems()``, checks that need the
+    structured object, run when there is one.
+    """
+    items: list[tuple[str, str]] = []
+    obj = None
     try:
         obj = converter.structure(data, cls)
     except Exception as exc:  # every cattrs/attrs failure becomes key-path problems
-        return None, _walk(exc, "", cls)
-    extra = obj.problems() if hasattr(obj, "problems") else []
-    return obj, list(extra)
+        items += _walk(exc, "", cls)
+    raw_check = getattr(cls, "raw_problems", None)
+    if raw_check is not None and isinstance(data, dict):
+        items += raw_check(data)
+    if obj is not None and hasattr(obj, "problems"):
+        items += obj.problems()
+    return obj, _dedupe(items)
 
 
-def format_problems(file: str | Path, items) -> list[str]:
-    return [f"{msg} @ {file}:{path or '<top>'}" for path, msg in items]
+def format_problems(file: str | Path, items) -> list[Problem]:
+    """(key path, message) pairs of one file as :class:`Problem` s."""
+    return [Problem(str(file), path, msg) for path, msg in items]
 
 
 def read_toml(path: str | Path) -> dict:
-    """Parse a TOML file; a syntax error becomes a SpecError naming the file and line."""
+    """Parse a TOML file; a syntax error, a file that is not UTF-8 or cannot be read becomes
+    a SpecError naming the file (and the line)."""
     path = Path(path)
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = path.read_bytes()
     except FileNotFoundError:
-        raise SpecError(f"no such spec file: {path}") from None
+        raise SpecError(Problem(str(path), None, "no such spec file")) from None
+    except IsADirectoryError:
+        raise SpecError(Problem(str(path), None, "a folder, not a spec file")) from None
+    except OSError as exc:
+        raise SpecError(Problem(str(path), None, f"cannot read: {exc.strerror or exc}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(Problem(str(path), None, (
+            f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line} (offset {exc.start}) "
+            "cannot be decoded; TOML files are UTF-8"))) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"TOML syntax error: {exc} @ {path}:<file>") from None
+        raise SpecError(Problem(str(path), None, f"TOML syntax error: {exc}")) from None
 
 
 def load(path: str | Path, cls, converter: cattrs.Converter | None = None):

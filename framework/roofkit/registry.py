@@ -10,12 +10,12 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .cache import SpecCache
-from .catalogue import Catalogue, load_layers, spec_layers
+from .catalogue import Catalogue, load_layers, load_spec, spec_layers
 from .errors import SpecError, UnknownNameError
-from .loader import load as load_file
 from .loader import make_converter
 from .plugins import Hooks, PluginInfo, make_manager
 from .spec_kinds import SPEC_KINDS
+from .spec_kinds import a as _a
 from .types import CostModel, OpKind, Precision, ScenarioKind
 
 
@@ -84,17 +84,35 @@ class Registry:
         if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
             key = (folder, str(Path(ref).resolve()))
             if key not in self._memo:
-                obj = load_file(ref, kind.cls, self.converter)
-                if kind.check is not None:
-                    items = kind.check(obj, {**self._tables, **self.catalogues})
-                    if items:
-                        raise SpecError([f"{m} @ {ref}:{p}" for p, m in items])
-                self._memo[key] = obj
+                self._memo[key] = load_spec(kind, ref, self.converter,
+                                            {**self._tables, **self.catalogues})
             return self._memo[key]
         if not isinstance(ref, str):
-            raise TypeError(f"expected a {folder[:-1]} name, TOML path or spec object, got "
+            raise TypeError(f"expected a {kind.noun} name, TOML path or spec object, got "
                             f"{type(ref).__name__}")
-        return self.catalogues[folder][ref]
+        cat = self.catalogues[folder]
+        try:
+            return cat[ref]
+        except UnknownNameError as exc:
+            hint = self._other_kind_hint(folder, ref)
+            if not hint:
+                raise
+            raise UnknownNameError(exc.kind, exc.name, exc.known,
+                                   f"{hint} {exc.hint}".strip()) from None
+
+    def _other_kind_hint(self, folder: str, name: str) -> str:
+        """'h100' is a device, not a workload…: the catalogue ``name`` is in when it is not
+        in ``folder``; a device/workload mix-up also names the argument order."""
+        for other, cat in self.catalogues.items():
+            if other == folder or name not in cat:
+                continue
+            key = cat.resolve(name)
+            shown = f"{name!r} is {_a(cat.noun)}" + (f" ({key})" if key != name.lower() else "")
+            hint = f"{shown}, not {_a(SPEC_KINDS[folder].noun)}"
+            if {folder, other} == {"devices", "workloads"}:
+                hint += "; commands that take both want the workload first: WORKLOAD DEVICE"
+            return hint + "."
+        return ""
 
     def device(self, ref):
         """A device by key, alias (any case), TOML path, or the spec itself."""
@@ -153,14 +171,19 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
         "scenario_kinds": hooks.named("roofkit_register_scenario_kinds", ScenarioKind),
     }
     converter = make_converter()
-    layers = spec_layers(hooks.spec_dirs(), spec_paths) if specs else []
-    spec_cache = SpecCache() if cache else None
+    infos = hooks.infos()
+    plugin_dirs = hooks.spec_dirs() if specs else []
+    layers = spec_layers(plugin_dirs, spec_paths) if specs else []
+    spec_cache = None
+    if cache and specs:
+        spec_cache = SpecCache(spec_dirs=[d for _, d in plugin_dirs],
+                               plugins={(i.distribution, i.version) for i in infos})
     catalogues, problems = load_layers(layers, converter, spec_cache, tables)
     if spec_cache:
         spec_cache.save()
     if problems:
         raise SpecError(problems, title=f"{len(problems)} problem(s) in the spec catalogue")
-    return Registry(tables=tables, catalogues=catalogues, plugins=hooks.infos(),
+    return Registry(tables=tables, catalogues=catalogues, plugins=infos,
                     converter=converter, spec_layers=layers)
 
 

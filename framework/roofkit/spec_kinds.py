@@ -20,6 +20,12 @@ class SpecKind:
     check_path: str | None = None  # "module:function(obj, tables) -> [(key path, message)]"
     aliases: bool = True
     marker: str | None = None  # a top-level key that tells a loose file is of this kind
+    label: str | None = None  # the noun for one spec, when not the folder name less its "s"
+
+    @property
+    def noun(self) -> str:
+        """One spec of this kind, in words: ``device``, ``op rule``, ``validation case``."""
+        return self.label or self.folder.removesuffix("s")
 
     @functools.cached_property
     def cls(self):
@@ -34,6 +40,11 @@ class SpecKind:
         return getattr(importlib.import_module(mod), name)
 
 
+def a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a device``, ``an op rule``."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 SPEC_KINDS: dict[str, SpecKind] = {
     k.folder: k
     for k in (
@@ -45,11 +56,13 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("circuits", "roofkit.circuit.spec:CircuitTemplate",
                  check_path="roofkit.circuit.spec:check_circuit", aliases=False, marker="nodes"),
         SpecKind("ops", "roofkit.circuit.spec:OpRule",
-                 check_path="roofkit.circuit.spec:check_op_rule", aliases=False, marker="decode"),
+                 check_path="roofkit.circuit.spec:check_op_rule", aliases=False, marker="decode",
+                 label="op rule"),
         SpecKind("calibration", "roofkit.schema.calibration:Calibration",
                  check_path="roofkit.schema.calibration:check", aliases=False),
         SpecKind("validation", "roofkit.schema.validation:ValidationCase",
-                 check_path="roofkit.schema.validation:check", aliases=False, marker="metric"),
+                 check_path="roofkit.schema.validation:check", aliases=False, marker="metric",
+                 label="validation case"),
     )
 }
 

@@ -31,7 +31,12 @@ DIMENSIONS: dict[str, tuple[str, str]] = {
     "tokens": ("token", "2048 token"),
 }
 
-_FLOPS = re.compile(r"(?<![A-Za-z])([kKMGTPE]?)(FLOPS|flops|Flops|OPS|TOPS|FLOP/S)(?![A-Za-z/])")
+#: a FLOP or OP word with its prefix, any case, optionally plural and/or "/s": FLOPS, FLOPs,
+#: Flops, TFLOPs, GOPs, tops, TFLOPS/s... The legal spellings are FLOP, FLOP/s, OP, OP/s
+#: (and lowercase flop, op); the rest read as plurals, not rates, and are refused.
+_FLOPS = re.compile(r"(?<![A-Za-z])([kKmMgGtTpPeE]?)(flop|op)(s?)(/s\b|/S\b)?(?![A-Za-z])",
+                    re.IGNORECASE)
+_LEGAL_WORDS = {"FLOP", "flop", "OP", "op"}
 
 
 @functools.cache
@@ -50,22 +55,30 @@ def Q(value, unit: str):
     return ureg().Quantity(value, unit)
 
 
-def _spelling_hint(text: str) -> str | None:
-    m = _FLOPS.search(text)
-    if not m:
-        return None
-    prefix, word = m.group(1), m.group(2)
-    if word == "TOPS":
-        prefix, unit = "T", "OP/s"
-    elif word.upper() == "OPS":
-        unit = "OP/s"
-    else:
-        unit = "FLOP/s"
-    fixed = text[: m.start()] + prefix + unit + text[m.end():]
-    return (
-        f"{text!r} spells a rate as {m.group(0)!r}, which reads as a plural, not a rate; "
-        f"write {fixed!r}"
-    )
+def _spelling_hint(text: str, dimension: str = "throughput") -> str | None:
+    """The right spelling of a FLOP/OP rate or count written as ``FLOPS``, ``TFLOPs``,
+    ``GOPs``, ``Tflops``…, or None when the text has no such word. A count (``dimension``
+    'compute') is written ``GFLOP``; anything else is taken for a rate, ``TFLOP/s``."""
+    for m in _FLOPS.finditer(text):
+        prefix, word, plural, per = m.groups()
+        if word in _LEGAL_WORDS and not plural and per in (None, "/s") \
+                and not (prefix and prefix in "mgtpe"):
+            continue  # legal; lowercase m, g, t, p, e are milli, pico or no prefix: refused
+        spelled = m.group(0)
+        if word in _LEGAL_WORDS and not plural and per in (None, "/s"):
+            meant = {"m": "milli", "p": "pico"}.get(prefix, "no prefix")
+            why = f"{prefix!r} is {meant}, not {prefix.upper()!r}"
+        else:
+            why = "a plural or an unknown unit rather than " + (
+                "a FLOP count" if dimension == "compute" and not per else "a rate")
+        if prefix and prefix not in "kK":
+            prefix = prefix.upper()  # no one means milli- or pico-FLOPs
+        elif prefix:
+            prefix = "k"
+        unit = prefix + word.upper() + ("" if dimension == "compute" and not per else "/s")
+        fixed = text[: m.start()] + unit + text[m.end():]
+        return f"{text!r} writes {spelled!r}, {why}; write {fixed!r}"
+    return None
 
 
 @functools.cache
@@ -88,12 +101,13 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.
 
 def parse(text, dimension: str) -> float:
     """``"3.35 TB/s"`` → 3.35e12 (SI float) for ``dimension``; a clear SpecError otherwise."""
-    si_unit, example = DIMENSIONS[dimension]
+    example = DIMENSIONS[dimension][1]
     if isinstance(text, bool) or not isinstance(text, str):
         raise SpecError(
-            f"expected a {dimension} with its unit as a string, got {text!r}; write e.g. {example!r}"
+            f"expected a {dimension} with its unit as a string, got {text!r}; "
+            f"write e.g. {example!r}"
         )
-    hint = _spelling_hint(text)
+    hint = _spelling_hint(text, dimension)
     if hint:
         raise SpecError(hint)
     m = _NUMBER.match(text)

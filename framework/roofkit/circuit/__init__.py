@@ -15,7 +15,7 @@ checks), ``template`` (merging, lowering, tensor-parallel checks), ``ir``, ``for
 precision table), ``roofline`` (device constants and basis), ``calibrated`` (GEMM-size
 efficiency, compute/memory overlap), ``collective`` (the link's ring models), ``model`` (a
 lowered, prepared workload), ``plan`` (compiled per device), ``results``, ``stats`` (params
-and FLOPs), ``api``.
+and FLOPs), ``validate`` (a workload's dims against its template, when specs load), ``api``.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ returns a result with per-node rows, totals and the basis of its numbers::
     roofkit.fits("qwen3-next-80b-a3b", "h200", seqs=32, context=32768).margin
 
 Settings (keyword arguments): ``kv_cache_dtype`` (bf16, fp8...), ``ssm_h_dtype`` (f32,
-f16, bf16), ``formats={"experts": "nvfp4", "activations": "fp8"}`` (see
-:mod:`roofkit.circuit.formats`), ``basis`` ("datasheet" or "calibrated"), and for the
-footprint ``draft`` (count a draft/MTP section's weights; default True). ``cost_model``
+f16, f16-pool, bf16: the GatedDeltaNet state), ``formats={"experts": "nvfp4",
+"activations": "fp8"}`` (see :mod:`roofkit.circuit.formats`; a role the circuit lacks is
+refused), ``basis`` ("datasheet" or "calibrated"), ``draft`` (count a draft/MTP section's
+weights in the memory check; default True) and ``conv_windows`` (count the conv1d windows
+of recurrent layers in the memory check; default False, as the reference). ``cost_model``
 defaults by basis: ``roofline`` (max of compute and memory) on the datasheet basis,
 ``roofline_calibrated`` (GEMM-size efficiency, partial overlap, measured attention) on the
 calibrated one.
@@ -23,31 +25,59 @@ transformer layer), costed on the device's interconnect:
 ``t = 2 (N-1)/N * bytes / link_bw + 2 (N-1) * latency``. Rows, totals and the footprint are
 one device's; ``N`` must stay within the interconnect's ``max_devices``.
 
-Decode at a batch of B sequences at context C costs every node with rows = seqs = B and
-context C. Prefill of T tokens (per sequence, ``seqs`` sequences) costs rows = seqs·T at
-context T/2 (the causal half), the head at one row per sequence. Everything is compiled
-once per (workload, device, settings) and cached on the registry: a repeated call is
-float or numpy arithmetic only, and ``batch`` / ``context`` may be arrays.
+Decode at a batch of B sequences at context C costs every node of the embed, main and head
+sections with rows = seqs = B and context C. Prefill of T tokens (per sequence, ``seqs``
+sequences) costs the main section at rows = seqs·T and context T//2 (the causal half), as
+the reference does; ``head=True`` adds the embedding gather of the prompt and the LM head
+at one row per sequence (the first token's logits: what a time to first token needs).
+Counts (``batch``, ``seqs``, ``tokens``, ``context``) are whole numbers, or arrays of them.
+
+Every decode and prefill result carries its memory check (``est.fits``,
+``est.memory_required``, ``est.memory_margin``): weights plus the KV cache and state of its
+sequences against the usable memory of one device (of ``tp``). The estimate is given either
+way; it assumes every byte resident.
+
+Everything is compiled once per (workload, device, settings) and cached on the registry: a
+repeated call is float or numpy arithmetic only, and ``batch`` / ``context`` may be arrays.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..errors import SpecError, UnknownNameError
 from ..registry import default_registry
-from .model import build_model
+from . import expr as _expr
+from .model import RUNTIME, build_model
 from .plan import build_plan
 from .results import Estimate, Fit, Footprint, NodeCost, bound_of
 from .roofline import device_roofline
 
-SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft")
+#: keyword settings every estimate accepts besides its named parameters
+SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows")
+
+#: the named parameters of each public call (for the message on an unknown keyword)
+_NAMED = {
+    "decode": ("batch", "context", "precision", "kv_cache_dtype", "cost_model", "registry",
+               "tp"),
+    "prefill": ("tokens", "seqs", "head", "precision", "kv_cache_dtype", "cost_model",
+                "registry", "tp"),
+    "footprint": ("device", "precision", "kv_cache_dtype", "registry", "tp"),
+    "fits": ("seqs", "context", "precision", "kv_cache_dtype", "registry", "tp"),
+    "plan": ("mode", "precision", "kv_cache_dtype", "cost_model", "registry", "tp"),
+}
 
 
-def _check_settings(settings: dict, allowed=SETTINGS) -> None:
+def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode") -> None:
+    """Refuse an unknown keyword, naming the closest and every keyword ``call`` accepts."""
+    named = _NAMED.get(call, ())
     for k in settings:
         if k not in allowed:
-            raise UnknownNameError("setting", k, allowed)
+            every = (*named, *allowed)
+            raise UnknownNameError("keyword", k, every,
+                                   hint=f"{call}() accepts: {', '.join(every)}.")
 
 
 def _ref_key(ref):
@@ -83,15 +113,24 @@ def check_device_tp(device, tp: int) -> None:
                         f"{ic.name or 'interconnect'} joins in one node")
 
 
-def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings, tp=1):
+#: the sections a plan of each kind costs
+DECODE_SECTIONS = ("embed", "main", "head")
+PREFILL_SECTIONS = ("main",)
+PREFILL_HEAD_SECTIONS = ("embed", "main", "head")
+
+
+def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings, tp=1,
+          sections=DECODE_SECTIONS):
+    """(plan, footprint of the memory check, usable bytes of one device); cached."""
     fmts = settings.get("formats")
     basis = settings.get("basis", "datasheet")
     if cost_model is None:
         cost_model = default_cost_model(basis)
-    key = ("circuit-plan", _ref_key(workload), _ref_key(device), mode,
+    key = ("circuit-plan", _ref_key(workload), _ref_key(device), mode, sections,
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
            tuple(sorted(fmts.items())) if fmts else None, basis,
-           getattr(cost_model, "name", cost_model), tp)
+           getattr(cost_model, "name", cost_model), tp, bool(settings.get("draft", True)),
+           bool(settings.get("conv_windows", False)))
     hit = reg._memo.get(key)
     if hit is not None and (isinstance(workload, str) or hit[0] is workload) and \
             (isinstance(device, str) or hit[1] is device):
@@ -108,35 +147,52 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
                          "no decode step; use prefill")
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
-    plan = build_plan(model, roof, cm, mode)
-    reg._memo[key] = (workload, device, plan)
-    return plan
+    plan = build_plan(model, roof, cm, mode, sections=sections)
+    fp = _footprint(reg, model, d, basis, settings)
+    out = (plan, fp, d)
+    reg._memo[key] = (workload, device, out)
+    return out
 
 
 def plan(workload, device, mode="decode", precision=None, kv_cache_dtype=None,
          cost_model=None, registry=None, tp=1, **settings):
     """The compiled :class:`~roofkit.circuit.plan.Plan` the estimates run (cached)."""
-    _check_settings(settings)
+    _check_settings(settings, call="plan")
     reg = default_registry() if registry is None else registry
+    sections = PREFILL_SECTIONS if mode == "prefill" else DECODE_SECTIONS
     return _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings,
-                 tp)
+                 tp, sections)[0]
 
 
 def _as_count(name, v, low):
+    """A whole number >= ``low`` (or an array of them) as a float (array)."""
     if isinstance(v, list | tuple | np.ndarray):
-        a = np.asarray(v, dtype=float)
-        if a.size == 0 or np.any(a < low) or not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} must be at least {low} everywhere, got {v!r}")
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be whole numbers at least {low}, got {v!r}") \
+                from None
+        if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < low) or \
+                np.any(a != np.floor(a)) or (isinstance(v, np.ndarray) and v.dtype == bool):
+            raise ValueError(f"{name} must be whole numbers at least {low} everywhere, got "
+                             f"{v!r}")
         return a
     if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) \
-            or not v >= low or v != v or v == float("inf"):
-        raise ValueError(f"{name} must be a number at least {low}, got {v!r}")
+            or not math.isfinite(v) or v < low or v != math.floor(v):
+        raise ValueError(f"{name} must be a whole number at least {low}, got {v!r}")
     return float(v)
 
 
-def _estimate(plan, mode, rows, context, seqs, head_rows, batch, tokens, settings,
-              kv_cache_dtype, precision):
+def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tokens, settings,
+              precision, mem_seqs, mem_context):
     out = plan.run(rows, context, seqs, head_rows)
+    total = 0.0
+    for o in out:
+        total = total + o[3]
+    finite = np.all(np.isfinite(total)) if isinstance(total, np.ndarray) else \
+        math.isfinite(total)
+    if not finite:
+        raise plan.arithmetic_error(rows, context, seqs, head_rows)
     node_rows = []
     for p, flops, b, t, t_mem, t_cmp, t_link, link_bytes in out:
         n = p.node
@@ -152,57 +208,70 @@ def _estimate(plan, mode, rows, context, seqs, head_rows, batch, tokens, setting
              "kv_cache_dtype": model.formats.kv.name,
              "activations": model.formats.activation.name,
              **{k: v for k, v in settings.items()}}
+    mem = device.memory
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,
                     cost_model=plan.cost_model.name, basis=plan.basis,
                     measured=plan.roofline.measured, rows=tuple(node_rows), batch=batch,
                     context=context, tokens=tokens, notes=tuple(plan.notes), settings=shown,
-                    tp=model.tp)
+                    tp=model.tp, footprint=fp, memory_seqs=mem_seqs,
+                    memory_context=mem_context, usable_memory=mem.capacity *
+                    mem.usable_fraction, capacity=mem.capacity,
+                    usable_fraction=mem.usable_fraction)
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,
            cost_model=None, registry=None, tp=1, **settings) -> Estimate:
     """One decode step of ``batch`` sequences, each at ``context`` tokens, on one of ``tp``
-    devices.
+    devices: the embed, main and head sections at rows = seqs = ``batch``.
 
-    ``batch`` and ``context`` may be arrays (numpy broadcasting): one call costs many.
+    ``batch`` and ``context`` may be arrays of whole numbers (numpy broadcasting): one call
+    costs many. The result's ``fits`` says whether weights plus the batch's KV and state fit
+    in one device's usable memory (the estimate is given either way).
     """
-    _check_settings(settings)
+    _check_settings(settings, call="decode")
     reg = default_registry() if registry is None else registry
-    plan = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
-                 settings, tp)
+    plan, fp, d = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
+                        settings, tp)
     b = _as_count("batch", batch, 1)
     c = _as_count("context", context, 0)
-    return _estimate(plan, "decode", b, c, b, None, batch, 0, settings, kv_cache_dtype,
-                     precision)
+    return _estimate(plan, fp, d, "decode", b, c, b, None, batch, 0, settings, precision,
+                     b, c)
 
 
 def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtype=None,
-            cost_model=None, registry=None, tp=1, **settings) -> Estimate:
+            cost_model=None, registry=None, tp=1, head=False, **settings) -> Estimate:
     """Prefill of ``tokens`` prompt tokens in each of ``seqs`` sequences, on one of ``tp``
     devices.
 
-    rows = seqs * tokens at context max(tokens // 2, 1), the causal half; the head runs
-    one row per sequence (logits of the last token).
+    The main section (the layers) at rows = seqs * tokens and context max(tokens // 2, 1),
+    the causal half, as the reference. ``head=True`` adds the model's ends: the embedding
+    gather of every prompt token and the LM head at one row per sequence (the first output
+    token's logits), which a time to first token includes. The result's ``fits`` checks
+    weights plus the KV and state of ``seqs`` sequences of ``tokens`` tokens.
     """
-    _check_settings(settings)
+    _check_settings(settings, call="prefill")
+    if not isinstance(head, bool | np.bool_):
+        raise ValueError(f"head must be True or False, got {head!r}")
     reg = default_registry() if registry is None else registry
-    plan = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype, cost_model,
-                 settings, tp)
+    sections = PREFILL_HEAD_SECTIONS if head else PREFILL_SECTIONS
+    plan, fp, d = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype,
+                        cost_model, settings, tp, sections)
     t = _as_count("tokens", tokens, 1)
     s = _as_count("seqs", seqs, 1)
     half = np.maximum(t // 2, 1) if isinstance(t, np.ndarray) else max(t // 2, 1.0)
-    return _estimate(plan, "prefill", s * t, half, s, s, seqs, tokens, settings,
-                     kv_cache_dtype, precision)
+    shown = {**settings, "head": bool(head)}
+    return _estimate(plan, fp, d, "prefill", s * t, half, s, s if head else None, seqs, tokens,
+                     shown, precision, s, t)
 
 
 def footprint(workload, device=None, precision=None, kv_cache_dtype=None, registry=None,
               tp=1, **settings) -> Footprint:
-    """Weights, KV bytes per token, recurrent state per sequence and the weight floor, of
-    one of ``tp`` devices.
+    """Weights, KV bytes per token, recurrent state and conv windows per sequence, and the
+    weight floor, of one of ``tp`` devices.
 
     With a ``device`` the weight floor's time at its bandwidth is given too.
     """
-    _check_settings(settings)
+    _check_settings(settings, call="footprint")
     reg = default_registry() if registry is None else registry
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
@@ -212,16 +281,29 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     if hit is not None and hit[0] is w:
         return hit[1]
     tp = as_tp(tp)
+    d = None
     if device is not None:
-        check_device_tp(reg.device(device), tp)
+        d = reg.device(device)
+        check_device_tp(d, tp)
     model = build_model(w, reg, precision=precision, formats=settings.get("formats"),
                         kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"),
                         tp=tp)
+    fp = _footprint(reg, model, d, settings.get("basis", "datasheet"), settings)
+    reg._memo[key] = (w, fp)
+    return fp
+
+
+def _footprint(reg, model, d, basis, settings) -> Footprint:
     draft = settings.get("draft", True)
-    weights = kvpt = state = 0.0
+    conv = settings.get("conv_windows", False)
+    for name, v in (("draft", draft), ("conv_windows", conv)):
+        if not isinstance(v, bool | np.bool_):
+            raise ValueError(f"{name} must be True or False, got {v!r}")
+    weights = kvpt = state = conv_state = 0.0
     by_role: dict[str, float] = {}
     by_section: dict[str, float] = {}
     kv_terms = []
+    state_by_op: dict[str, float] = {}
     for n in model.nodes:
         if n.section == "draft" and not draft:
             continue
@@ -235,40 +317,64 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
             continue  # a draft head keeps its own KV only while speculating; not counted
         kvpt += m.kv_per_token * n.count
         state += m.state_per_seq * n.count
+        if m.state_per_seq:
+            state_by_op[n.op] = state_by_op.get(n.op, 0.0) + m.state_per_seq * n.count
+        conv_state += m.conv_state_per_seq * n.count
         if m.kv_per_token:
             fs, fv = model.kv_tokens[n.id]
             kv_terms.append((m.kv_per_token * n.count, fs, fv))
     floor = weight_floor_bytes(model)
-    d = None if device is None else reg.device(device)
-    roof = None if d is None else device_roofline(d, settings.get("basis", "datasheet"), reg)
-    fp = Footprint(workload=w.name, weights=weights, kv_per_token=kvpt, state_per_seq=state,
-                   weight_floor=floor, kv_cache_dtype=model.formats.kv.name,
-                   ssm_h_dtype=model.formats.state.name, weights_by_role=by_role,
-                   weights_by_section=by_section, device=None if d is None else d.name,
-                   weight_floor_time=None if roof is None else floor / roof.bandwidth,
-                   basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms),
-                   tp=tp)
-    reg._memo[key] = (w, fp)
-    return fp
+    full = weight_floor_bytes(model, DECODE_SECTIONS)
+    roof = None if d is None else device_roofline(d, basis, reg)
+    bw = None if roof is None else roof.bandwidth
+    return Footprint(workload=model.workload.name, weights=weights, kv_per_token=kvpt,
+                     state_per_seq=state, weight_floor=floor,
+                     kv_cache_dtype=model.formats.kv.name,
+                     ssm_h_dtype=model.formats.state_label, weights_by_role=by_role,
+                     weights_by_section=by_section, device=None if d is None else d.name,
+                     weight_floor_time=None if bw is None else floor / bw,
+                     basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms),
+                     tp=model.tp, conv_state_per_seq=conv_state, count_conv=bool(conv),
+                     weight_floor_all_sections=full, state_by_op=state_by_op,
+                     weight_floor_all_sections_time=None if bw is None else full / bw)
 
 
-def weight_floor_bytes(model) -> float:
-    """Weight bytes one decode row reads: the decode rule's weight bytes at rows = 1 over the
-    embed, main and head sections (routed experts at top_k, one embedding row)."""
+def weight_floor_bytes(model, sections=("main",)) -> float:
+    """Weight bytes one decode row reads over ``sections``: the decode rule's weight bytes at
+    rows = 1 (routed experts at top_k).
+
+    The default is the reference's floor: the main section's weights only (every layer).
+    ``("embed", "main", "head")`` adds one embedding row and the LM head (the fuller number,
+    :attr:`~roofkit.circuit.results.Footprint.weight_floor_all_sections`).
+    """
     total = 0.0
     for n in model.nodes:
-        if n.section == "draft":
+        if n.section not in sections:
             continue
-        scalar = model.node_functions(n, "decode")[1]
-        total += float(scalar(1.0, 0.0, 1.0)[1]) * n.count
+        key = (n.id, "decode.weight_bytes")
+        fn = model.compiled.get(key)
+        if fn is None:
+            trees = model.node_functions(n, "decode")[0]
+            fn = model.compiled[key] = _expr.compile_function(RUNTIME, [trees[1]])
+        try:
+            v = fn(1.0, 0.0, 1.0)[0]
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            v, why = None, f"fails: {type(exc).__name__} ({exc})"
+        if v is None or isinstance(v, complex) or not math.isfinite(v):
+            why = why if v is None else f"gives {v!r}"
+            raise SpecError(f"{model.workload.name}: node {n.id!r}, op rule "
+                            f"{model.rules[n.op.lower()].name!r} decode.weight_bytes {why} at "
+                            "rows=1, context=0, seqs=1 (the weight floor)")
+        total += float(v) * n.count
     return total
 
 
 def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=None,
          registry=None, tp=1, **settings) -> Fit:
     """Whether ``seqs`` sequences of ``context`` tokens fit in the usable memory of each of
-    ``tp`` devices."""
-    _check_settings(settings)
+    ``tp`` devices: weights + seqs * (KV(context) + recurrent state), plus the conv windows
+    with ``conv_windows=True`` (the reference leaves them out)."""
+    _check_settings(settings, call="fits")
     reg = default_registry() if registry is None else registry
     s = _as_count("seqs", seqs, 1)
     c = _as_count("context", context, 0)
@@ -278,12 +384,23 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
     mem = d.memory
     usable = mem.capacity * mem.usable_fraction
     required = fp.bytes(s, c)
-    per_seq = fp.kv_bytes(c) + fp.state_per_seq
+    per_seq = fp.per_seq(c)
     spare = usable - fp.weights
-    max_seqs = 0 if spare <= 0 else (10**12 if per_seq <= 0 else int(spare // per_seq))
-    return Fit(workload=fp.workload, device=d.name, seqs=int(s), context=int(c),
-               fits=bool(required <= usable), required=float(required), usable=usable,
-               capacity=mem.capacity, usable_fraction=mem.usable_fraction,
+    if isinstance(required, np.ndarray) or isinstance(per_seq, np.ndarray):
+        required = np.broadcast_to(required, np.broadcast(s, c).shape)
+        per = np.broadcast_to(per_seq, required.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            most = np.where(per > 0, np.floor(spare / np.where(per > 0, per, 1.0)), 10**12)
+        max_seqs = np.where(spare <= 0, 0, most).astype(np.int64)
+        s_out, c_out = (np.broadcast_to(s, required.shape).astype(np.int64),
+                        np.broadcast_to(c, required.shape).astype(np.int64))
+        ok, req, margin = required <= usable, required, usable - required
+    else:
+        max_seqs = 0 if spare <= 0 else (10**12 if per_seq <= 0 else int(spare // per_seq))
+        s_out, c_out = int(s), int(c)
+        ok, req, margin = bool(required <= usable), float(required), float(usable - required)
+    return Fit(workload=fp.workload, device=d.name, seqs=s_out, context=c_out, fits=ok,
+               required=req, usable=usable, capacity=mem.capacity,
+               usable_fraction=mem.usable_fraction,
                usable_reason=mem.usable_reason or "the whole capacity (no usable_fraction "
-               "given)", margin=float(usable - required), max_seqs=max_seqs, footprint=fp,
-               tp=fp.tp)
+               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp)

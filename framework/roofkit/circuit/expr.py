@@ -19,7 +19,6 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 
-
 #: Longest expression text accepted, characters.
 MAX_LENGTH = 2000
 #: Deepest expression tree accepted (operators nested inside each other).
@@ -171,13 +170,14 @@ def _fold(op, a: float, b: float):
 class Expr:
     """A validated expression: its text, its free ``names`` and a whitelisted tree."""
 
-    __slots__ = ("_fn", "body", "names", "text")
+    __slots__ = ("_calls", "_fn", "body", "names", "text")
 
     def __init__(self, text: str, body: ast.AST, names: frozenset[str]):
         self.text = text
         self.body = body
         self.names = names
         self._fn = None
+        self._calls = 0
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"
@@ -187,10 +187,45 @@ class Expr:
         return sorted(self.names - set(known))
 
     def __call__(self, env: Mapping[str, float]):
-        """Evaluate with names from ``env`` (floats or numpy arrays)."""
+        """Evaluate with names from ``env`` (floats or numpy arrays).
+
+        The first calls walk the validated tree (compiling costs far more than a few
+        evaluations: a spec check evaluates most expressions once); an expression evaluated
+        often is compiled into a function. Both give the same floats.
+        """
         if self._fn is None:
+            if self._calls < _INTERPRET_CALLS:
+                self._calls += 1
+                return interpret(self.body, env)
             self._fn = compile_function(("_env",), [self.body], env_arg=True)
         return self._fn(env)[0]
+
+
+#: Evaluations of one :class:`Expr` that walk its tree before it is compiled. Compiling costs
+#: a few hundred evaluations; the hot paths (plans) compile their trees directly, so an
+#: ``Expr`` (template dims, spec checks) is compiled only when evaluated very often.
+_INTERPRET_CALLS = 1000
+
+_APPLY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+          ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
+          ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b}
+
+
+def interpret(body: ast.AST, env: Mapping[str, float]):
+    """Evaluate a validated tree with names from ``env`` (a KeyError names a missing one),
+    with the scalar functions, as a compiled ``env`` function would."""
+    t = type(body)
+    if t is ast.Constant:
+        return body.value
+    if t is ast.Name:
+        return env[body.id]
+    if t is ast.BinOp:
+        return _APPLY[type(body.op)](interpret(body.left, env), interpret(body.right, env))
+    if t is ast.UnaryOp:
+        return -interpret(body.operand, env)
+    if t is ast.Call:
+        return SCALAR_FUNCS[body.func.id](*(interpret(a, env) for a in body.args))
+    raise ExprError(f"not a validated expression node: {t.__name__}")
 
 
 def substitute(body: ast.AST, bindings: Mapping[str, float | ast.AST]) -> ast.AST:

@@ -11,8 +11,14 @@ For a weight role ``r`` (``attention``, ``mlp``, ``experts``, ``embedding``...) 
 5. the workload's ``formats.default``; then ``bf16``.
 
 The KV cache: ``kv_cache_dtype=`` > ``formats["kv"]`` (call, then workload) > ``bf16``.
-The recurrent state (GatedDeltaNet, Mamba): ``ssm_h_dtype=`` > ``formats["state"]`` >
-``f32``.
+The GatedDeltaNet recurrent state: ``ssm_h_dtype=`` > ``formats["state"]`` > ``f32``, one of
+the reference's ``f32`` (4 B), ``f16``, ``f16-pool``, ``bf16`` (2 B) (or their aliases
+``fp32``, ``fp16``...); Mamba and Mamba2 states are f32 whatever it says (their rule fixes
+4 B, as the reference does).
+
+A role the call's ``formats=`` names must be a weight role of the template's nodes or one of
+the special roles (``default``, ``activations``, ``kv``, ``state``): a typo is refused with the
+closest role, never ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ from ..types import Precision
 
 SPECIAL_ROLES = ("default", "activations", "kv", "state")
 
+#: The recurrent-state element formats the reference accepts (``ssm_h_dtype``), by the
+#: precision they resolve to: f32 (4 B), f16 and bf16 (2 B). ``f16-pool`` (an f16 state
+#: kept in a pool) is stored as f16.
+STATE_FORMATS = ("fp32", "fp16", "bf16")
+STATE_ALIASES = {"f16-pool": "fp16"}
+STATE_NAMES = ("f32", "f16", "f16-pool", "bf16")
+
 
 @attrs.frozen
 class Formats:
@@ -37,6 +50,11 @@ class Formats:
     kv: Precision
     state: Precision
     origin: Mapping[str, str] = attrs.field(factory=dict)  # role -> where its format came from
+    state_name: str = ""  # the state format as asked for ("f16-pool"); default state.name
+
+    @property
+    def state_label(self) -> str:
+        return self.state_name or self.state.name
 
     def weight(self, role: str) -> Precision:
         return self.table.get(role, self.fallback)
@@ -52,6 +70,8 @@ def resolve_formats(registry, template, workload, *, precision=None, formats=Non
     formats = {k.lower(): v for k, v in (formats or {}).items()}
     ckpt = {k.lower(): v for k, v in workload.formats.items()}
     pins = {k.lower(): v for k, v in template.formats.items()}
+    if roles:
+        check_roles(formats, roles, template.name)
 
     def prec(name, what):
         try:
@@ -94,16 +114,44 @@ def resolve_formats(registry, template, workload, *, precision=None, formats=Non
         kv, origin["kv"] = prec(ckpt["kv"], "workload formats.kv"), "workload formats"
     else:
         kv, origin["kv"] = prec("bf16", "kv default"), "roofkit default"
+    def state(name, what):
+        key = str(name).strip().lower()
+        p = prec(STATE_ALIASES.get(key, name), what)
+        if p.name not in STATE_FORMATS:
+            raise SpecError(f"{what}: the recurrent state is kept at one of "
+                            f"{', '.join(STATE_NAMES)} (f32 4 B; f16, f16-pool, bf16 2 B), "
+                            f"not {name!r}")
+        return p, (key if key in STATE_ALIASES else "")
+
     if ssm_h_dtype is not None:
-        st, origin["state"] = prec(ssm_h_dtype, "ssm_h_dtype"), "ssm_h_dtype="
+        (st, st_name), origin["state"] = state(ssm_h_dtype, "ssm_h_dtype"), "ssm_h_dtype="
     elif "state" in formats:
-        st, origin["state"] = prec(formats["state"], "formats=state"), "formats="
+        (st, st_name), origin["state"] = state(formats["state"], "formats=state"), "formats="
     elif "state" in ckpt:
-        st, origin["state"] = prec(ckpt["state"], "workload formats.state"), "workload formats"
+        (st, st_name), origin["state"] = state(ckpt["state"], "workload formats.state"), \
+            "workload formats"
     else:
-        st, origin["state"] = prec("fp32", "state default"), "roofkit default"
+        (st, st_name), origin["state"] = state("fp32", "state default"), "roofkit default"
     return Formats(table=table, fallback=fallback, activation=act, kv=kv, state=st,
-                   origin=origin)
+                   origin=origin, state_name=st_name)
+
+
+def check_roles(formats: Mapping[str, object], roles, template: str) -> None:
+    """Refuse a ``formats=`` role that no node of ``template`` has (``expert`` for
+    ``experts``), naming the closest role and every role the circuit has."""
+    from ..errors import UnknownNameError, closest
+
+    known = sorted(set(roles))
+    for role in formats:
+        if role in SPECIAL_ROLES or role in roles:
+            continue
+        near = closest(role, [*known, *SPECIAL_ROLES])
+        hint = f"Did you mean {', '.join(map(repr, near))}? " if near else ""
+        raise UnknownNameError(
+            "format role", role, (),
+            hint=f"{hint}Weight roles of template {template!r}: {', '.join(known)}; and "
+                 f"{', '.join(SPECIAL_ROLES)} (the fallback, activation, KV-cache and "
+                 "recurrent-state formats).")
 
 
 def operand_precision(weight: Precision | None, other: Precision) -> Precision:

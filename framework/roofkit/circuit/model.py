@@ -10,6 +10,7 @@ The static quantities of a node instance come from its op rule's ``[memory]`` ta
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping
 
 import attrs
@@ -35,6 +36,7 @@ class NodeMemory:
     kv_per_token: float
     state_per_seq: float
     env: Mapping[str, float]  # node dims and element sizes
+    conv_state_per_seq: float = 0.0  # rolling conv windows, apart from the recurrent state
 
 
 @attrs.frozen(eq=False)
@@ -126,16 +128,27 @@ def node_trees(rule: OpRule, mode: str, env: Mapping[str, float]) -> list[ast.AS
     return out
 
 
-def _static(rule: OpRule, field: str, env, node_id: str) -> float:
+def _static(rule: OpRule, field: str, env, node_id: str, workload: str = "") -> float:
     text = getattr(rule.memory, field)
     bindings = _let_trees(rule.let, dict(env)) if rule.let else env
     tree = _expr.substitute(_expr.parse(text).body, bindings)
     fn = _expr.compile_function((), [tree])
+    where = f"{workload}: " if workload else ""
     try:
-        return float(fn()[0])
-    except (ZeroDivisionError, OverflowError, ValueError) as exc:
-        raise SpecError(f"node {node_id!r}: memory.{field} of rule {rule.name!r} fails: "
-                        f"{type(exc).__name__}") from None
+        v = fn()[0]
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
+        raise SpecError(f"{where}node {node_id!r}: memory.{field} of op rule {rule.name!r} "
+                        f"fails: {type(exc).__name__} ({exc}); check the workload's dims "
+                        f"({_zero_dims(env)})") from None
+    if isinstance(v, complex) or not math.isfinite(v):
+        raise SpecError(f"{where}node {node_id!r}: memory.{field} of op rule {rule.name!r} "
+                        f"is {v!r}; check the workload's dims ({_zero_dims(env)})")
+    return float(v)
+
+
+def _zero_dims(env) -> str:
+    zero = sorted(k for k, v in env.items() if not isinstance(v, ast.AST) and v == 0)
+    return f"node dims at 0: {', '.join(zero)}" if zero else "none is 0"
 
 
 def element_sizes(formats: Formats, node: Node) -> dict[str, float]:
@@ -193,16 +206,16 @@ def _build(registry, w, precision, formats, kv_cache_dtype, ssm_h_dtype, tp=1) -
             raise UnknownNameError("op-cost rule", n.op, rules,
                                    hint="Add specs/ops/<op>.toml (or a plugin spec dir).")
         env = {**n.dims, **element_sizes(fm, n)}
-        params = _static(rule, "params", env, n.id)
+        params = _static(rule, "params", env, n.id, w.name)
         active = params if rule.memory.active_params is None else \
-            _static(rule, "active_params", env, n.id)
+            _static(rule, "active_params", env, n.id, w.name)
         stored = 0.0 if n.tied_to else params * env["w_bytes"]
-        kvpt = _static(rule, "kv_per_token", env, n.id)
-        memory[n.id] = NodeMemory(params=0.0 if n.tied_to else params,
-                                  active_params=0.0 if n.tied_to else active,
-                                  weight_bytes=stored, kv_per_token=kvpt,
-                                  state_per_seq=_static(rule, "state_per_seq", env, n.id),
-                                  env=env)
+        kvpt = _static(rule, "kv_per_token", env, n.id, w.name)
+        memory[n.id] = NodeMemory(
+            params=0.0 if n.tied_to else params, active_params=0.0 if n.tied_to else active,
+            weight_bytes=stored, kv_per_token=kvpt,
+            state_per_seq=_static(rule, "state_per_seq", env, n.id, w.name), env=env,
+            conv_state_per_seq=_static(rule, "conv_state_per_seq", env, n.id, w.name))
         if kvpt:
             bindings = _let_trees(rule.let, dict(env))
             tree = _expr.substitute(_expr.parse(rule.memory.kv_tokens).body, bindings)
@@ -236,6 +249,6 @@ def rule_cost(registry, op: str, dims: Mapping[str, float], *, mode: str = "deco
     fn = _expr.compile_function(RUNTIME, trees)
     values = fn(rows, context, rows if seqs is None else seqs)
     out = dict(zip(COST_FIELDS, (float(v) for v in values), strict=True))
-    for f in ("params", "kv_per_token", "state_per_seq"):
+    for f in ("params", "kv_per_token", "state_per_seq", "conv_state_per_seq"):
         out[f] = _static(rule, f, env, op)
     return out

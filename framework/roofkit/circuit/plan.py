@@ -101,10 +101,57 @@ class Plan:
         totals over its ``count``.
 
         ``head_rows`` replaces ``rows`` for the head section (prefill computes logits for the
-        last token of each sequence only).
+        last token of each sequence only). An arithmetic failure inside a compiled rule
+        (division by zero, overflow, a non-finite result) is a SpecError naming the
+        workload, the node, its op rule and the field, never a traceback.
         """
         vec = isinstance(rows, np.ndarray) or isinstance(context, np.ndarray) or \
             isinstance(seqs, np.ndarray)
+        try:
+            if vec:
+                with np.errstate(divide="raise", over="raise", invalid="raise"):
+                    out = self._run(vec, rows, context, seqs, head_rows)
+            else:
+                out = self._run(vec, rows, context, seqs, head_rows)
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            raise self.arithmetic_error(rows, context, seqs, head_rows, exc) from None
+        return out
+
+    def arithmetic_error(self, rows, context, seqs, head_rows=None, exc=None) -> SpecError:
+        """The SpecError for a run that failed or gave a non-finite time: which node, rule
+        and field, found by evaluating each field alone."""
+        from . import expr as _expr
+        from .model import RUNTIME
+        from .spec import COST_FIELDS
+
+        model = self.model
+        what = f"{type(exc).__name__} ({exc})" if exc is not None else "a non-finite value"
+        at = f"rows={_show(rows)}, context={_show(context)}, seqs={_show(seqs)}"
+        for p in self.nodes:
+            n = p.node
+            r = head_rows if (head_rows is not None and n.section == "head") else rows
+            trees = model.node_functions(n, self.mode)[0]
+            for field, tree in zip(COST_FIELDS, trees, strict=True):
+                fn = _expr.compile_function(RUNTIME, [tree], vector=True)
+                try:
+                    with np.errstate(divide="raise", over="raise", invalid="raise"):
+                        v = np.asarray(fn(np.asarray(r, dtype=float),
+                                          np.asarray(context, dtype=float),
+                                          np.asarray(seqs, dtype=float))[0])
+                    bad = np.iscomplexobj(v) or not np.all(np.isfinite(v))
+                    why = f"gives {_show(v)}" if bad else ""
+                except (ArithmeticError, ValueError, TypeError) as e:
+                    bad, why = True, f"fails: {type(e).__name__} ({e})"
+                if bad:
+                    rule = model.rules[n.op.lower()]
+                    return SpecError(
+                        f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
+                        f"{self.mode}.{field} {why} at {at}; check the workload's dims and "
+                        "the rule")
+        return SpecError(f"{model.workload.name}: the {self.mode} estimate at {at} failed "
+                         f"with {what} in cost model {self.cost_model.name!r}")
+
+    def _run(self, vec, rows, context, seqs, head_rows):
         bw = self.roofline.bandwidth
         launch = self.roofline.launch
         node_time = self.cost_model.node_time
@@ -131,6 +178,13 @@ class Plan:
                 out.append((p, flops * c, tuple(x * c for x in v[1:7]), t * c,
                             nbytes / bw * c, t_cmp * c, 0.0, 0.0))
         return out
+
+
+def _show(v) -> str:
+    a = np.asarray(v)
+    if a.ndim == 0:
+        return f"{a.item():g}" if not np.iscomplexobj(a) else str(a.item())
+    return f"array of {a.size} ({np.min(a.real):g} .. {np.max(a.real):g})"
 
 
 def _compute_kind(rule, mode: str) -> str:

@@ -31,6 +31,13 @@ def _plain(v):
     return v
 
 
+def _whole(v):
+    """Counts for JSON: ints (lists of ints for arrays)."""
+    if isinstance(v, np.ndarray):
+        return v.astype(np.int64).tolist()
+    return int(v)
+
+
 def bound_of(t_mem, t_cmp, time, t_link=0.0):
     """'memory', 'compute', 'interconnect' or 'overhead' (arrays give arrays of words)."""
     roof = np.maximum(t_mem, t_cmp)
@@ -97,6 +104,54 @@ class Estimate:
     notes: tuple[str, ...] = ()
     settings: Mapping[str, object] = attrs.field(factory=dict)
     tp: int = 1
+    footprint: Footprint | None = None  # of one device, for the memory check
+    memory_seqs: object = 0  # sequences held (decode: batch; prefill: seqs)
+    memory_context: object = 0  # tokens each holds (decode: context; prefill: tokens)
+    usable_memory: float = 0.0  # one device's capacity * usable_fraction, B
+    capacity: float = 0.0
+    usable_fraction: float = 1.0
+
+    @property
+    def memory_required(self):
+        """Bytes one device holds for this step: weights + sequences x (KV + state), as
+        :meth:`Footprint.bytes` (None without a footprint)."""
+        if self.footprint is None:
+            return None
+        return self.footprint.bytes(self.memory_seqs, self.memory_context)
+
+    @property
+    def memory_margin(self):
+        """usable - required, B (negative: short by that much)."""
+        req = self.memory_required
+        return None if req is None else self.usable_memory - req
+
+    @property
+    def fits(self):
+        """Whether weights, KV cache and state of the step's sequences fit in one device's
+        usable memory (an array for arrays of batch sizes or contexts; None without a
+        footprint). The time is estimated either way, as if every byte were resident."""
+        req = self.memory_required
+        if req is None:
+            return None
+        ok = req <= self.usable_memory
+        return ok if isinstance(ok, np.ndarray) else bool(ok)
+
+    def memory_dict(self) -> dict | None:
+        """The memory check for JSON: required, usable, margin, fits, and what it counts."""
+        fp = self.footprint
+        if fp is None:
+            return None
+        s, c = self.memory_seqs, self.memory_context
+        return {"fits": _plain(self.fits), "required_bytes": _plain(self.memory_required),
+                "usable_bytes": self.usable_memory, "capacity_bytes": self.capacity,
+                "usable_fraction": self.usable_fraction,
+                "margin_bytes": _plain(self.memory_margin), "weights_bytes": fp.weights,
+                "kv_bytes": _plain(s * fp.kv_bytes(c)),
+                "state_bytes": _plain(s * fp.state_per_seq),
+                "conv_state_bytes": _plain(s * fp.conv_state_per_seq),
+                "conv_windows_counted": fp.count_conv,
+                "sequences": _whole(s), "tokens_per_sequence": _whole(c),
+                "per_device": True}
 
     def _sum(self, field):
         return sum(getattr(r, field) for r in self.rows)
@@ -185,6 +240,7 @@ class Estimate:
                        "kernels": self.kernels,
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
+            "memory": self.memory_dict(),
             "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
         }
 
@@ -195,16 +251,23 @@ class Footprint:
 
     ``weights`` counts every section's weights once (a tied head or a draft's shared
     embedding adds nothing); ``kv_per_token`` the KV bytes one token of one sequence adds
-    over every attention node; ``state_per_seq`` the recurrent state (GatedDeltaNet,
-    Mamba) and conv windows of one sequence.
+    over every attention node; ``state_per_seq`` the recurrent state of one sequence, as the
+    reference: GatedDeltaNet ``lin_v_heads * lin_k_dim * lin_v_dim`` at ``ssm_h_dtype`` (f32
+    4 B; f16, f16-pool, bf16 2 B) and Mamba/Mamba2 ``heads * head_dim * ssm_state * 4``.
+    ``conv_state_per_seq`` is the conv1d windows of those layers, reported apart and counted
+    only when ``count_conv`` (``conv_windows=True``; the reference leaves them out).
 
-        bytes(seqs, context) = weights + seqs * (kv(context) + state_per_seq)
+        bytes(seqs, context) = weights + seqs * per_seq(context)
+        per_seq(context)     = kv(context) + state_per_seq (+ conv_state_per_seq)
 
     where kv(context) = Σ_attention kv_per_token * min(context, window).
-    ``weight_floor`` is the weight bytes one decode row reads (routed experts at top_k);
-    ``weight_floor_time`` = weight_floor / bandwidth on the device, the batch-1 floor.
-    With ``tp > 1`` every figure is one device's shard (KV heads replicated when there are
-    fewer than devices).
+
+    ``weight_floor`` is the reference's weight floor: the weight bytes one decode row reads
+    in the main section (every layer; routed experts at top_k), and ``weight_floor_time``
+    that over the device bandwidth. ``weight_floor_all_sections`` (and its ``_time``) adds
+    what a decode step also reads outside the layers: one embedding row, the final norm and
+    the LM head. With ``tp > 1`` every figure is one device's shard (KV heads replicated
+    when there are fewer than devices).
     """
 
     workload: str
@@ -221,15 +284,26 @@ class Footprint:
     basis: str = ""
     kv_terms: tuple = ()  # (kv_per_token * count, f(context) -> tokens kept) per attention node
     tp: int = 1
+    conv_state_per_seq: float = 0.0
+    count_conv: bool = False
+    weight_floor_all_sections: float = 0.0
+    weight_floor_all_sections_time: float | None = None
+    state_by_op: Mapping[str, float] = attrs.field(factory=dict)  # recurrent state per op kind
 
     def kv_bytes(self, context):
         """KV bytes of one sequence at ``context`` tokens (windows cap what is kept)."""
         vec = isinstance(context, np.ndarray)
         return sum(b * (fv if vec else fs)(context)[0] for b, fs, fv in self.kv_terms)
 
+    def per_seq(self, context):
+        """Bytes one sequence of ``context`` tokens holds: KV, recurrent state, and the conv
+        windows when ``count_conv``."""
+        state = self.state_per_seq + (self.conv_state_per_seq if self.count_conv else 0.0)
+        return self.kv_bytes(context) + state
+
     def bytes(self, seqs, context):
         """Bytes for ``seqs`` sequences of ``context`` tokens, weights included."""
-        return self.weights + seqs * (self.kv_bytes(context) + self.state_per_seq)
+        return self.weights + seqs * self.per_seq(context)
 
     def to_dict(self) -> dict:
         d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
@@ -243,7 +317,10 @@ class Fit:
 
     usable = capacity * usable_fraction (the device spec gives the fraction's reason);
     ``margin`` = usable - required (negative: short by that much); ``max_seqs`` the most
-    sequences of that context that fit beside the weights.
+    sequences of that context that fit beside the weights. Given arrays of ``seqs`` or
+    ``context``, ``fits``, ``required``, ``margin`` and ``max_seqs`` are arrays too.
+    ``not_counted`` says what ``required`` leaves out (the conv windows unless
+    ``conv_windows=True``).
     """
 
     workload: str
@@ -260,26 +337,47 @@ class Fit:
     max_seqs: int
     footprint: Footprint
     tp: int = 1
-    not_counted: str = ("activations and workspaces, the CUDA context beyond the usable "
-                        "fraction, allocator fragmentation")
 
     @property
     def weights(self) -> float:
         return self.footprint.weights
 
     @property
-    def kv_bytes(self) -> float:
+    def kv_bytes(self):
         return self.seqs * self.footprint.kv_bytes(self.context)
 
     @property
-    def state_bytes(self) -> float:
+    def state_bytes(self):
         return self.seqs * self.footprint.state_per_seq
+
+    @property
+    def conv_state_bytes(self):
+        """The conv windows of ``seqs`` sequences, counted in ``required`` only when
+        :attr:`conv_counted`."""
+        return self.seqs * self.footprint.conv_state_per_seq
+
+    @property
+    def conv_counted(self) -> bool:
+        return self.footprint.count_conv
+
+    @property
+    def not_counted(self) -> str:
+        """What the required bytes leave out, in words."""
+        out = "activations and workspaces, the CUDA context beyond the usable fraction, " \
+              "allocator fragmentation"
+        if self.footprint.conv_state_per_seq and not self.conv_counted:
+            out += (", conv windows of the recurrent layers (as the reference; "
+                    "conv_windows=True or --conv-windows counts them)")
+        return out
 
     def to_dict(self) -> dict:
         d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
              if k != "footprint"}
         d["weights"] = self.weights
-        d["kv_bytes"] = self.kv_bytes
-        d["state_bytes"] = self.state_bytes
+        d["kv_bytes"] = _plain(self.kv_bytes)
+        d["state_bytes"] = _plain(self.state_bytes)
+        d["conv_state_bytes"] = _plain(self.conv_state_bytes)
+        d["conv_windows_counted"] = self.conv_counted
+        d["not_counted"] = self.not_counted
         d["footprint"] = self.footprint.to_dict()
         return d

@@ -34,7 +34,8 @@ BYTE_FIELDS = ("weight_bytes", "act_bytes", "kv_read", "kv_write", "state_read",
 #: over its link and the latency-bound steps; 0 when absent, see
 #: :mod:`roofkit.circuit.collective`).
 COST_FIELDS = ("flops", *BYTE_FIELDS, "gemms", "link_bytes", "link_steps")
-MEMORY_FIELDS = ("params", "active_params", "kv_per_token", "kv_tokens", "state_per_seq")
+MEMORY_FIELDS = ("params", "active_params", "kv_per_token", "kv_tokens", "state_per_seq",
+                 "conv_state_per_seq")
 
 
 def _expr_problems(path: str, text) -> list[tuple[str, str]]:
@@ -108,6 +109,13 @@ class CircuitTemplate:
     over (1 without tensor parallelism); a template describes its per-device shard with it
     (``heads / tp`` query heads...) and adds its collectives as nodes. ``tp_divides`` lists
     the dims ``tp`` must divide. A template that never reads ``tp`` refuses ``tp > 1``.
+
+    Workload dims: a workload may set the ``requires`` (it must), ``defaults`` and
+    ``fixed`` names and ``layers``, nothing else (``roofkit check`` names the closest known
+    dim). ``fixed`` maps a dim the template does not vary to its only value (the encoder
+    always uses LayerNorm: ``norm = 1``); a workload may state it, at that value. Every dim
+    is a whole number unless ``fractional`` lists it; the ``requires`` without a default and
+    ``layers`` are counts of at least 1.
     """
 
     name: str
@@ -122,11 +130,16 @@ class CircuitTemplate:
     parts: tuple[PartSpec, ...] = ()
     nodes: tuple[NodeSpec, ...] = ()
     tp_divides: tuple[str, ...] = ()
+    fixed: dict[str, float] = attrs.field(factory=dict)
+    fractional: tuple[str, ...] = ()
     sources: dict[str, str] = attrs.field(factory=dict)
     notes: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        for k, v in self.fixed.items():
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                out.append((f"fixed.{k}", f"a fixed dim is a number, got {v!r}"))
         for table in ("defaults", "derived", "edges"):
             for k, v in getattr(self, table).items():
                 out += _expr_problems(f"{table}.{k}", v)
@@ -181,13 +194,17 @@ class ModeRule:
 class MemoryRule:
     """What a node instance holds: parameters (elements), KV bytes per token and the tokens
     kept at a context (``kv_tokens``, a window caps it), recurrent state bytes per sequence.
-    ``active_params`` is what one token uses (routed experts at top_k); default ``params``."""
+    ``active_params`` is what one token uses (routed experts at top_k); default ``params``.
+    ``conv_state_per_seq`` is a rolling input window a sequence keeps (a causal conv1d's
+    last ``kernel - 1`` inputs): reported apart from the recurrent state, and left out of
+    the fit unless asked for (the reference estimator does not count it)."""
 
     params: Expression = 0
     active_params: Expression | None = None
     kv_per_token: Expression = 0
     kv_tokens: Expression = "context"
     state_per_seq: Expression = 0
+    conv_state_per_seq: Expression = 0
 
 
 @attrs.frozen
@@ -335,7 +352,11 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
     rules = _table(tables, "ops")
     precisions = _table(tables, "precisions")
     out = []
-    known = set(t.requires) | {"layers", "tp"}
+    known = set(t.requires) | {"layers", "tp"} | set(t.fixed)
+    for k in t.fixed:
+        if k in t.requires or k in t.defaults or k in t.derived or k in ("layers", "tp"):
+            out.append((f"fixed.{k}", f"{k!r} is fixed and also required, defaulted or "
+                        "derived; keep it in one place"))
     for table in ("defaults", "derived"):
         for k, v in getattr(t, table).items():
             if isinstance(v, str):
@@ -351,6 +372,11 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
     for i, name in enumerate(t.tp_divides):
         if name not in known:
             out.append((f"tp_divides[{i}]", _unknown_msg([name], known)))
+    settable = set(t.requires) | set(t.defaults) | set(t.fixed)
+    for i, name in enumerate(t.fractional):
+        if name not in settable:
+            out.append((f"fractional[{i}]", _unknown_msg([name], settable) +
+                        " (only dims a workload sets can be fractional)"))
     for role, fmt in t.formats.items():
         if precisions and fmt.lower() not in precisions:
             out.append((f"formats.{role}", f"unknown precision {fmt!r}"))

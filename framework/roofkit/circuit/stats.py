@@ -5,7 +5,8 @@ adds nothing; a draft/MTP section is reported apart, as publishers do). ``active
 counts routed experts at ``top_k``. ``flops_per_token`` is the forward FLOPs of one token
 at zero context: the decode rule's FLOPs at rows = 1, context = 0, summed over nodes,
 ≈ 2 * active matmul parameters. ``kv_bytes_per_token_bf16`` is the KV cache one token adds
-at bf16 over every attention node.
+at bf16 over every attention node; ``state_bytes_per_seq`` the recurrent state of one
+sequence (the reference's formula) and ``conv_state_bytes_per_seq`` its conv windows, apart.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class WorkloadStats:
     weight_elements: Mapping[str, float]
     draft_params: float = 0.0
     pattern: str = ""
+    conv_state_bytes_per_seq: float = 0.0
 
     def to_dict(self) -> dict:
         d = attrs.asdict(self)
@@ -60,7 +62,7 @@ def workload_stats(workload, registry=None) -> WorkloadStats:
 
 def _compute(w, registry) -> WorkloadStats:
     model = build_model(w, registry, kv_cache_dtype="bf16")
-    params = active = embed = draft = kv = state = flops = 0.0
+    params = active = embed = draft = kv = state = conv = flops = 0.0
     roles: dict[str, float] = {}
     for n in model.nodes:
         mem = model.memory[n.id]
@@ -75,6 +77,7 @@ def _compute(w, registry) -> WorkloadStats:
             roles[n.role or n.op] = roles.get(n.role or n.op, 0.0) + mem.params * n.count
         kv += mem.kv_per_token * n.count
         state += mem.state_per_seq * n.count
+        conv += mem.conv_state_per_seq * n.count
         tree = node_trees(model.rules[n.op.lower()], "decode", mem.env)[0]
         fn = _expr.compile_function(("rows", "context", "seqs"), [tree])
         flops += float(fn(1.0, 0.0, 1.0)[0]) * n.count
@@ -83,4 +86,4 @@ def _compute(w, registry) -> WorkloadStats:
                          active_params=active, embedding_params=embed, flops_per_token=flops,
                          layers=c.layers, kv_bytes_per_token_bf16=kv,
                          state_bytes_per_seq=state, weight_elements=roles, draft_params=draft,
-                         pattern=c.pattern())
+                         pattern=c.pattern(), conv_state_bytes_per_seq=conv)

@@ -5,6 +5,11 @@ leaves out, then ``derived``. Each main-section part is selected per layer index
 ``first <= i < last``, ``(i - offset) % every == 0`` and ``enabled != 0``; in each slot the
 first matching part wins. A node of part ``P`` becomes one IR node ``P.id`` whose ``count``
 is the number of layers running ``P``.
+
+Before anything resolves, :func:`dim_problems` checks the workload's ``[dims]`` against the
+template: names it does not know (with the closest known one), required dims it lacks,
+fractional values of counted dims, counts below 1 where the template needs one, values
+beyond :data:`MAX_DIM`. The same check runs when specs load (``roofkit check``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ class TemplateError(ValueError):
     def __init__(self, message: str, path: str = "<top>"):
         self.path = path
         super().__init__(message)
+
+
+class UndefinedNameError(TemplateError):
+    """A template expression reads a name nothing defines: the template's own fault (its
+    check reports it), not a workload's."""
 
 
 def merged(template: CircuitTemplate, circuits) -> CircuitTemplate:
@@ -70,6 +80,8 @@ def merged(template: CircuitTemplate, circuits) -> CircuitTemplate:
             derived={**out.derived, **child.derived}, formats={**out.formats, **child.formats},
             edges={**out.edges, **child.edges}, parts=tuple(parts), nodes=tuple(nodes),
             tp_divides=tuple(dict.fromkeys((*out.tp_divides, *child.tp_divides))),
+            fixed={**out.fixed, **child.fixed},
+            fractional=tuple(dict.fromkeys((*out.fractional, *child.fractional))),
             sources={**out.sources, **child.sources}, notes=child.notes or out.notes)
     return out
 
@@ -78,7 +90,8 @@ def _value(text, env, where: str) -> float:
     try:
         v = _expr.parse(text)(env)
     except KeyError as exc:
-        raise TemplateError(f"{where}: needs {exc.args[0]!r}, which is not defined") from None
+        raise UndefinedNameError(f"{where}: needs {exc.args[0]!r}, which is not defined") \
+            from None
     except ZeroDivisionError:
         raise TemplateError(f"{where}: division by zero in {text!r}") from None
     except (OverflowError, ValueError) as exc:
@@ -89,26 +102,89 @@ def _value(text, env, where: str) -> float:
     return v
 
 
+#: The largest value a workload dim may take (products of a few dims stay finite floats).
+MAX_DIM = 1e15
+
+
+def settable_dims(template: CircuitTemplate) -> list[str]:
+    """The dims a workload of ``template`` may set: layers, requires, defaults, fixed."""
+    return list(dict.fromkeys(("layers", *template.requires, *template.defaults,
+                               *template.fixed)))
+
+
+def dim_problems(template: CircuitTemplate, dims) -> list[tuple[str, str]]:
+    """What is wrong with a workload's ``[dims]`` for a (merged) ``template``, as (key path,
+    message): unknown names (with the closest known), required dims left out, a fixed dim at
+    another value, fractional values where the template counts, counts below 1."""
+    from ..errors import closest
+
+    out: list[tuple[str, str]] = []
+    known = settable_dims(template)
+    name = template.name
+    for k, v in dims.items():
+        if k == "tp":
+            out.append(("dims.tp", "`tp` is the tensor-parallel degree of a call, not a model "
+                        "dim; remove it from [dims]"))
+            continue
+        if k in template.derived:
+            out.append((f"dims.{k}", f"dim {k!r} is derived by template {name!r} "
+                        f"({template.derived[k]}); remove it from [dims]"))
+            continue
+        if k not in known:
+            near = closest(k, known)
+            hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+            out.append((f"dims.{k}", f"unknown dim {k!r} for template {name!r}; {hint}"
+                        f"known: {', '.join(sorted(known))}"))
+            continue
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            out.append((f"dims.{k}", f"{k} = {v!r} is not a number"))
+            continue
+        if not math.isfinite(x):
+            out.append((f"dims.{k}", f"{k} = {v!r} is not finite"))
+            continue
+        if k in template.fixed and x != float(template.fixed[k]):
+            out.append((f"dims.{k}", f"template {name!r} fixes {k} = {template.fixed[k]:g}; "
+                        f"got {v:g} (remove it, or use a template that varies it)"))
+            continue
+        if k not in template.fractional and x != math.floor(x):
+            out.append((f"dims.{k}", f"{k} = {v!r} is not a whole number; template {name!r} "
+                        f"counts it (round it, e.g. {k} = {round(x)})"))
+            continue
+        if x < 0:
+            out.append((f"dims.{k}", f"{k} = {v:g} is negative"))
+        elif x > MAX_DIM:
+            out.append((f"dims.{k}", f"{k} = {v:g} is larger than {MAX_DIM:g}; no model dim "
+                        "is that large (a typo?)"))
+        elif x < 1 and (k == "layers" or (k in template.requires and
+                                          k not in template.defaults)):
+            out.append((f"dims.{k}", f"{k} = {v:g}: template {name!r} needs at least 1 "
+                        "(a count the circuit divides by or repeats)"))
+    missing = [k for k in ("layers", *template.requires)
+               if k not in dims and k not in template.defaults and k not in template.fixed]
+    if missing:
+        out.append(("dims", f"template {name!r} requires dims "
+                    f"{', '.join(dict.fromkeys(missing))}, which the workload lacks"))
+    return out
+
+
 def resolve_dims(template: CircuitTemplate, workload, tp: int = 1) -> dict[str, float]:
     """The workload's dims completed with the template's defaults and derived names, for one
     of ``tp`` tensor-parallel devices (``tp`` is a name every expression may read)."""
-    if "tp" in workload.dims:
-        raise TemplateError("`tp` is the tensor-parallel degree of a call, not a model dim; "
-                            "remove it from [dims]", "dims.tp")
-    env = {k: float(v) for k, v in workload.dims.items()}
+    bad = dim_problems(template, workload.dims)
+    if bad:
+        path, msg = bad[0]
+        more = f" (and {len(bad) - 1} more problem(s); `roofkit check` lists them)" \
+            if len(bad) > 1 else ""
+        raise TemplateError(msg + more, path)
+    env = {k: float(v) for k, v in template.fixed.items()}
+    env.update((k, float(v)) for k, v in workload.dims.items())
     env["tp"] = float(tp)
-    missing = [k for k in (*template.requires, "layers")
-               if k not in env and k not in template.defaults]
-    if missing:
-        raise TemplateError(f"template {template.name!r} needs dims "
-                            f"{', '.join(dict.fromkeys(missing))}", "dims")
     for k, v in template.defaults.items():
         if k not in env:
             env[k] = _value(v, env, f"defaults.{k}")
     for k, v in template.derived.items():
-        if k in workload.dims:
-            raise TemplateError(f"dim {k!r} is derived by template {template.name!r} "
-                                f"({v}); remove it from [dims]", f"dims.{k}")
         env[k] = _value(v, env, f"derived.{k}")
     if tp > 1:
         check_tp(template, env, tp)
@@ -148,15 +224,19 @@ def _selects(part: PartSpec, env, i: int, cache: dict) -> bool:
     return (i - offset) % every == 0
 
 
-def _part_nodes(t: CircuitTemplate, part: PartSpec, by_name, depth=0):
+def _part_nodes(t: CircuitTemplate, part: PartSpec, by_name, depth=0, of_part=None):
     if depth > 8:
         raise TemplateError(f"part {part.name!r}: `like` chain too deep or cyclic", "parts")
-    own = [n for n in t.nodes if n.part == part.name]
+    if of_part is None:
+        of_part = {}
+        for n in t.nodes:
+            of_part.setdefault(n.part, []).append(n)
+    own = list(of_part.get(part.name, ()))
     if part.like:
         base = by_name.get(part.like)
         if base is None:
             raise TemplateError(f"part {part.name!r} is like unknown part {part.like!r}", "parts")
-        inherited = _part_nodes(t, base, by_name, depth + 1)
+        inherited = _part_nodes(t, base, by_name, depth + 1, of_part)
         ids = {n.id for n in own}
         own = [n for n in inherited if n.id not in ids] + own
     return own
@@ -176,16 +256,21 @@ def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 
     main_parts = [p for p in template.parts if p.section == "main"]
     slots = list(dict.fromkeys(p.slot for p in main_parts))
     cache: dict = {}
+    by_slot = [[p for p in main_parts if p.slot == slot] for slot in slots]
+    for p in main_parts:
+        _selects(p, env, 0, cache)  # evaluate each part's selector once
     layer_parts: list[tuple[str, ...]] = []
+    part_count = dict.fromkeys((p.name for p in main_parts), 0)
     for i in range(layers):
         chosen = []
-        for slot in slots:
-            for p in main_parts:
-                if p.slot == slot and _selects(p, env, i, cache):
+        for parts in by_slot:
+            for p in parts:
+                enabled, every, offset, first, last = cache[p.name]
+                if enabled and every > 0 and first <= i < last and (i - offset) % every == 0:
                     chosen.append(p.name)
+                    part_count[p.name] += 1
                     break
         layer_parts.append(tuple(chosen))
-    part_count = {p.name: sum(p.name in lp for lp in layer_parts) for p in main_parts}
     for p in template.parts:
         if p.section == "draft":
             part_count[p.name] = int(_value(p.count, env, f"part {p.name}: count"))
@@ -214,6 +299,9 @@ def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 
 
     nodes: list[Node] = []
     order = {"embed": 0, "main": 1, "head": 2, "draft": 3}
+    of_part: dict[str, list] = {}
+    for spec in template.nodes:
+        of_part.setdefault(spec.part, []).append(spec)
     for spec in template.nodes:
         if spec.section in ("main",) or spec.part:
             continue
@@ -230,7 +318,7 @@ def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 
         for k, v in part.let.items():
             scope[k] = _value(v, env, f"part {part.name}: let.{k}")
         section = "main" if part.section == "main" else "draft"
-        for spec in _part_nodes(template, part, by_name):
+        for spec in _part_nodes(template, part, by_name, 0, of_part):
             n = make(spec, section, part.name, count, scope, f"{part.name}.{spec.id}")
             if n is not None:
                 nodes.append(n)
@@ -240,7 +328,7 @@ def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 
                    activation_format=formats.activation.name,
                    settings={"activations": formats.activation.name,
                              "kv_cache_dtype": formats.kv.name,
-                             "ssm_h_dtype": formats.state.name,
+                             "ssm_h_dtype": formats.state_label,
                              "default_format": formats.fallback.name})
 
 

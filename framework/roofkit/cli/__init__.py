@@ -26,17 +26,61 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
+#: the options every command takes, before or after its name: (flags, dest, kwargs)
+_GLOBAL_OPTIONS = (
+    (("--spec-path",), "spec_path", dict(
+        action="append", metavar="DIR",
+        help="extra spec folder or file (repeatable), layered after plugin spec dirs")),
+    (("--no-plugins",), "no_plugins", dict(
+        action="store_true", help="do not load third-party plugins from entry points")),
+)
+_AFTER = "_after_"  # dest prefix of the copies a subcommand parses
+
+
+def global_options(*, after: bool = False) -> argparse.ArgumentParser:
+    """A parent parser holding the options every command takes. The top-level copy stores
+    into ``spec_path``/``no_plugins``; the copy a subcommand inherits (``after``) stores
+    into its own names, default unset, so a subcommand never overwrites what came before
+    its name; :func:`merge_global_options` joins the two."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("options of every command")
+    for flags, dest, kwargs in _GLOBAL_OPTIONS:
+        if after:
+            group.add_argument(*flags, dest=_AFTER + dest, default=argparse.SUPPRESS, **kwargs)
+        else:
+            default = [] if kwargs["action"] == "append" else False
+            group.add_argument(*flags, dest=dest, default=default, **kwargs)
+    return parent
+
+
+def merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
+    """``--spec-path A cmd --spec-path B`` layers A then B; ``--no-plugins`` on either side."""
+    for _, dest, kwargs in _GLOBAL_OPTIONS:
+        if not hasattr(args, _AFTER + dest):
+            continue
+        later = getattr(args, _AFTER + dest)
+        delattr(args, _AFTER + dest)
+        if kwargs["action"] == "append":
+            setattr(args, dest, [*getattr(args, dest, []), *later])
+        else:
+            setattr(args, dest, getattr(args, dest, False) or later)
+    return args
+
+
+class _CommandParser(_Parser):
+    """A subcommand's parser: it inherits the global options, so they work after its name."""
+
+    def __init__(self, *args, parents=(), **kwargs):
+        super().__init__(*args, parents=[*parents, global_options(after=True)], **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser = _Parser(prog="roofkit", description="Predict how ML workloads perform on hardware "
-                     "from first principles.")
+                     "from first principles.", parents=[global_options()])
     parser.add_argument("--version", action="version", version=f"roofkit {__version__}")
-    parser.add_argument("--spec-path", action="append", default=[], metavar="DIR",
-                        help="extra spec folder (repeatable), layered after plugin spec dirs")
-    parser.add_argument("--no-plugins", action="store_true",
-                        help="do not load third-party plugins from entry points")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
@@ -44,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = merge_global_options(parser.parse_args(argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

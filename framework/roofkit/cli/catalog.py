@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -9,10 +10,25 @@ from .. import units
 from . import common
 
 
+def _category(text: str) -> str:
+    """argparse type of ``--category``: one of the device categories, any case."""
+    from ..errors import closest
+    from ..schema.device import CATEGORIES
+
+    value = text.strip().lower()
+    if value in CATEGORIES:
+        return value
+    near = closest(value, CATEGORIES)
+    hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+    raise argparse.ArgumentTypeError(f"unknown category {text!r}; {hint}categories: "
+                                     f"{', '.join(CATEGORIES)}")
+
+
 def register(sub) -> None:
     p = sub.add_parser("devices", help="list the device catalogue")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--category", help="only this category (cloud, workstation, mobile, edge, tiny)")
+    p.add_argument("--category", type=_category,
+                   help="only this category (cloud, workstation, mobile, edge, tiny)")
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("show", help="every field of a device, with units and sources")
@@ -22,6 +38,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("check", help="validate spec files or folders; exit 1 on any problem")
     p.add_argument("paths", nargs="+")
+    p.add_argument("--json", action="store_true",
+                   help="print {files, count, problems: [{file, key, message}]}")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("plugins", help="list loaded plugins, their distributions and hooks")
@@ -65,32 +83,39 @@ def cmd_devices(args) -> int:
     return 0
 
 
+#: printed under ``show``'s title: a figure written in bits ("100 Gb/s") shows in bytes
+UNITS_LEGEND = ("units: B = byte = 8 bits (b); sizes and bandwidths are in bytes, a figure "
+                "written in bits (Gb, Gb/s) is shown converted")
+
+
 def cmd_show(args) -> int:
     reg = common.registry(args)
     d = reg.device(args.device)
     data = common.spec_to_dict(d)
     try:
         data["origin"] = str(reg.devices.origin(d.name))
+        if reg.devices[d.name] is not d:
+            raise KeyError(d.name)  # a TOML path of a spec the catalogue does not hold
     except Exception:
         data["origin"] = str(Path(args.device).resolve())
     if args.json:
         common.print_json(data)
         return 0
     print(f"{d.display_name} ({d.name}, {d.category}); from {data['origin']}")
+    print(UNITS_LEGEND)
     for table_name, value in data.items():
-        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
-            if table_name in ("sources", "provenance"):
-                continue
-            print(f"[{table_name}]")
-            for k, v in value.items():
-                if isinstance(v, dict) and "text" in v:
-                    print(f"  {k:<16} {v['text']:>16}   {v['source'] or ''}")
-        elif isinstance(value, dict) and table_name not in ("sources", "provenance"):
-            for k, v in value.items():
-                if isinstance(v, dict) and "text" in v:
-                    print(f"[{table_name}] {k:<16} {v['text']:>16}   {v['source'] or ''}")
-                elif v not in (None, "", 1.0):
-                    print(f"[{table_name}] {k:<16} {v}")
+        if table_name in ("sources", "provenance") or not isinstance(value, dict) or not value:
+            continue
+        quantities = [(k, v) for k, v in value.items() if isinstance(v, dict) and "text" in v]
+        plain = [(k, v) for k, v in value.items()
+                 if not isinstance(v, dict) and v not in (None, "")]
+        if not quantities and not plain:
+            continue
+        print(f"[{table_name}]")
+        for k, v in quantities:
+            print(f"  {k:<16} {v['text']:>16}   {v['source'] or ''}")
+        for k, v in plain:
+            print(f"  {k:<16} {v}")
     print("sources:")
     for k, url in d.sources.items():
         print(f"  {k}: {url}")
@@ -98,9 +123,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from ..catalogue import _files_of
+    from ..catalogue import check_paths
     from ..errors import SpecError
-    from ..loader import format_problems, problems_of, read_toml
     from ..registry import build_registry
 
     try:
@@ -108,26 +132,13 @@ def cmd_check(args) -> int:
     except SpecError:  # a broken catalogue must not stop checking the files given
         reg = build_registry(entry_points=not args.no_plugins, specs=False)
     tables = {**reg._tables, **reg.catalogues}
-    problems, n = [], 0
-    for raw in args.paths:
-        try:
-            files = _files_of(Path(raw))
-        except SpecError as exc:
-            problems += exc.problems
-            continue
-        for kind, file in files:
-            n += 1
-            try:
-                data = read_toml(file)
-            except SpecError as exc:
-                problems += exc.problems
-                continue
-            obj, items = problems_of(data, kind.cls, reg.converter)
-            if obj is not None and kind.check is not None and not items:
-                items = kind.check(obj, tables)
-            problems += format_problems(file, items)
-    for line in problems:
-        print(line, file=sys.stderr)
+    n, problems = check_paths(args.paths, reg.converter, tables)
+    if args.json:
+        common.print_json({"files": n, "count": len(problems),
+                           "problems": [p.to_dict() for p in problems]})
+        return 1 if problems else 0
+    for problem in problems:
+        print(problem, file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) in {n} file(s)", file=sys.stderr)
         return 1

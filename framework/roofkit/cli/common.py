@@ -51,24 +51,51 @@ _SI = {"time": "s", "bytes": "B", "bandwidth": "B/s", "compute": "FLOP",
        "throughput": "FLOP/s", "power": "W", "energy": "J", "rate": "1/s", "tokens": "token"}
 
 
-def spec_to_dict(spec, provenance: dict | None = None, prefix: str = "") -> dict:
-    """Every field of an attrs spec; quantities as {value, unit, text, source}."""
-    provenance = getattr(spec, "provenance", provenance) if provenance is None else provenance
-    sources = getattr(spec, "sources", {})
+@attrs.frozen
+class _Sourcing:
+    """What every value of one spec looks its source up in: the top-level spec's
+    [provenance] and [sources], and the tables whose plain numbers are sourced."""
+
+    provenance: dict
+    sources: dict
+    tables: tuple = ()
+
+    def source(self, path: str, value, default) -> tuple[str | None, str | None]:
+        from ..schema.common import provenance_of, source_key
+
+        entry = provenance_of(self.provenance, path)
+        if entry is None:
+            return ("default (not set in the spec)", None) if value == default else (None, None)
+        url = self.sources.get(source_key(entry))
+        return entry, url if isinstance(url, str) and "://" in url else None
+
+
+def spec_to_dict(spec, sourcing: _Sourcing | None = None, prefix: str = "") -> dict:
+    """Every field of an attrs spec. Quantities, and the plain numbers of the sourced tables
+    (``memory.usable_fraction``, ``interconnect.max_devices``), become
+    ``{value, unit, text, source, source_url}``, their source looked up in the top-level
+    spec's [provenance] and [sources] whatever table they sit in."""
+    if sourcing is None:
+        sourcing = _Sourcing(dict(getattr(spec, "provenance", {}) or {}),
+                             dict(getattr(spec, "sources", {}) or {}),
+                             tuple(getattr(type(spec), "SOURCED", ())))
     out = {}
     for f in attrs.fields(type(spec)):
         value = getattr(spec, f.name)
         path = f"{prefix}{f.name}"
         meta = meta_of(f) or {}
         dim = meta.get("dimension")
+        default = f.default if f.default is not attrs.NOTHING else None
         if dim and meta.get("mapping"):
-            out[f.name] = {k: _q(v, dim, f"{path}.{k}", provenance, sources)
+            out[f.name] = {k: _q(v, dim, f"{path}.{k}", sourcing, None)
                            for k, v in value.items()}
         elif dim:
-            out[f.name] = None if value is None else _q(value, dim, path, provenance, sources)
+            out[f.name] = None if value is None else _q(value, dim, path, sourcing, default)
         elif attrs.has(type(value)):
-            out[f.name] = spec_to_dict(value, provenance, f"{path}.")
-            out[f.name] = {k: v for k, v in out[f.name].items()}
+            out[f.name] = spec_to_dict(value, sourcing, f"{path}.")
+        elif (isinstance(value, int | float) and not isinstance(value, bool)
+              and path.split(".")[0] in sourcing.tables):
+            out[f.name] = _plain(value, path, sourcing, default)
         elif isinstance(value, tuple):
             out[f.name] = list(value)
         elif isinstance(value, dict):
@@ -78,13 +105,14 @@ def spec_to_dict(spec, provenance: dict | None = None, prefix: str = "") -> dict
     return out
 
 
-def _q(value, dim, path, provenance, sources):
-    src = provenance.get(path) or provenance.get(path.split(".")[0])
-    url = None
-    if src:
-        key = src.split(":", 1)[0].strip()
-        url = sources.get(key)
+def _q(value, dim, path, sourcing, default):
+    src, url = sourcing.source(path, value, default)
     unit, text = _SI[dim], units.fmt(value, dim)
     if dim == "throughput" and path.rsplit(".", 1)[-1].startswith("int"):
         unit, text = "OP/s", text.replace("FLOP/s", "OP/s")  # integer slots count operations
     return {"value": value, "unit": unit, "text": text, "source": src, "source_url": url}
+
+
+def _plain(value, path, sourcing, default):
+    src, url = sourcing.source(path, value, default)
+    return {"value": value, "unit": "", "text": f"{value:g}", "source": src, "source_url": url}

@@ -3,16 +3,30 @@
 ``roofkit solve WORKLOAD DEVICE`` prints one profile (``--json``: the keys of
 ``PerformanceProfile.to_dict``); ``--enforce-fit`` exits 2 when the footprint does not fit.
 ``roofkit sweep WORKLOAD DEVICE...`` prints a table, CSV or JSON of the product.
-``roofkit workloads`` lists the catalogue with derived parameters and FLOPs.
+``roofkit workloads`` lists the catalogue with derived parameters and FLOPs (exit 1, naming
+each and why, when any workload cannot be derived).
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import sys
 
 from .. import units
 from . import common
+
+
+def _finite(obj):
+    """``obj`` with non-finite floats as None: strict JSON (a configuration with no memory
+    path has an infinite latency)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _int_list(text: str) -> list[int]:
@@ -29,7 +43,12 @@ def _int_list(text: str) -> list[int]:
 
 
 def _name_list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    import argparse
+
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
+    return out
 
 
 def register(sub) -> None:
@@ -91,7 +110,7 @@ def cmd_solve(args) -> int:
         zero_stage=args.zero_stage, dp_size=args.dp_size, is_lora=args.lora,
         activation_recomputation=args.recompute, cost_model=args.cost_model, registry=reg)
     if args.json:
-        common.print_json(profile.to_dict())
+        common.print_json(_finite(profile.to_dict()))
     else:
         print(profile.summary())
         print("\ntrace:")
@@ -108,15 +127,18 @@ def cmd_solve(args) -> int:
 _COLUMNS = ["hardware", "batch_size", "precision", "feasible", "latency_ms",
             "latency_compute_ms", "latency_memory_ms", "latency_overhead_ms", "throughput_per_s",
             "energy_j", "memory_footprint_bytes", "bottleneck", "overhead_dominated", "mfu",
-            "hfu", "bandwidth_path", "reason"]
+            "hfu", "bandwidth_path", "compute_slot", "fell_back", "basis", "reason"]
+#: what Engine.solve's device numbers rest on (the profile's ``basis`` has the fields)
+_BASIS = "datasheet"
 
 
 def _flat(row) -> dict:
     d = row["profile"].to_dict()
     out = {"hardware": row["hardware"], "batch_size": row["batch_size"],
            "precision": row["precision"]}
-    for key in _COLUMNS[3:-1]:
+    for key in _COLUMNS[3:-2]:
         out[key] = d[key]
+    out["basis"] = _BASIS
     out["reason"] = row.get("reason", "")
     return out
 
@@ -133,10 +155,10 @@ def cmd_sweep(args) -> int:
                         registry=reg)
     flat = [_flat(r) for r in rows]
     if args.json:
-        common.print_json({"rows": flat,
-                           "omitted": [{k: r[k] for k in ("hardware", "batch_size",
-                                                          "precision", "reason")}
-                                       for r in rows.omitted]})
+        common.print_json(_finite({
+            "basis": _BASIS, "rows": flat,
+            "omitted": [{k: r[k] for k in ("hardware", "batch_size", "precision", "reason")}
+                        for r in rows.omitted]}))
         return 0
     if args.csv:
         writer = csv.DictWriter(sys.stdout, fieldnames=_COLUMNS, lineterminator="\n")
@@ -144,14 +166,18 @@ def cmd_sweep(args) -> int:
         writer.writerows(flat)
         return 0
     table = [[r["hardware"], r["batch_size"], r["precision"],
+              r["compute_slot"] + (" (fallback)" if r["fell_back"] else ""),
               units.fmt(r["latency_ms"] / 1e3, "time"), f"{r['throughput_per_s']:.5g}",
               units.fmt(r["energy_j"], "energy"), r["bottleneck"] +
               ("*" if r["overhead_dominated"] else ""), f"{r['mfu']:.3f}",
               "yes" if r["feasible"] else "no"] for r in flat]
-    print(common.table(table, ["device", "batch", "precision", "latency", "samples/s",
-                               "energy", "bound", "MFU", "fits"], "lrlrrrlrl"))
+    print(common.table(table, ["device", "batch", "precision", "slot", "latency",
+                               "samples/s", "energy", "bound", "MFU", "fits"], "lrllrrrlrl"))
     if rows:
-        print(f"\nsample: {rows[0]['profile'].sample}; * = overhead dominated")
+        print(f"\nsample: {rows[0]['profile'].sample}; * = overhead dominated; basis: "
+              f"{_BASIS} (device spec ceilings, declared efficiency {args.efficiency:g})"
+              + ("; (fallback): the device has no peak for the precision, so its default "
+                 "peak is used" if any(r["fell_back"] for r in flat) else ""))
     if rows.omitted and not args.include_infeasible:
         print(f"{len(rows.omitted)} configuration(s) do not fit and are omitted "
               "(--include-infeasible lists them):")
@@ -180,11 +206,15 @@ def _workload_row(reg, spec) -> dict:
 
 
 def cmd_workloads(args) -> int:
+    """The catalogue; exit 1 (after listing everything else) when any workload's
+    parameters or FLOPs could not be derived, naming each and why."""
     reg = common.registry(args)
     rows = [_workload_row(reg, spec) for spec in reg.workloads.values()]
+    errors = [r for r in rows if r.get("error")]
     if args.json:
         common.print_json(rows)
-        return 0
+        _report_underived(errors)
+        return 1 if errors else 0
 
     def count(v):
         if v is None:
@@ -202,9 +232,12 @@ def cmd_workloads(args) -> int:
                                "per", "layers"], "lllrrrll"))
     print(f"\n{len(rows)} workloads; FLOPs are forward FLOPs per token (templates) or per "
           "declared sample (generic).")
-    errors = [r for r in rows if r.get("error")]
+    _report_underived(errors)
+    return 1 if errors else 0
+
+
+def _report_underived(errors: list[dict]) -> None:
     if errors:
-        print(f"{len(errors)} workload(s) could not be derived:", file=sys.stderr)
+        print(f"roofkit: {len(errors)} workload(s) could not be derived:", file=sys.stderr)
         for r in errors:
             print(f"  {r['name']}: {r['error']}", file=sys.stderr)
-    return 0

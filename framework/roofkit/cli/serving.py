@@ -17,7 +17,8 @@ def register(sub) -> None:
     p.add_argument("--output-len", type=int, default=128, help="generated tokens (default 128)")
     p.add_argument("--precision", default=None,
                    help="weight format (default: the workload's, else bf16)")
-    p.add_argument("--kv-dtype", default="bf16", help="KV-cache format (default bf16)")
+    p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D",
+                   help="KV-cache format (default bf16); kv_cache_dtype= in Python")
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated",
                    help="measured achievable constants (default) or datasheet ceilings")
     p.add_argument("--engine", default=None,
@@ -44,7 +45,8 @@ def cmd_serve(args) -> int:
     reg = common.registry(args)
     est = serve(args.workload, args.device, batch=args.batch, input_len=args.input_len,
                 output_len=args.output_len, tp=args.tp, precision=args.precision,
-                kv_dtype=args.kv_dtype, basis=args.basis, registry=reg, engine=args.engine,
+                kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
+                engine=args.engine,
                 require_fit=args.require_fit)
     data = est.to_dict()
     if args.json:
@@ -52,7 +54,8 @@ def cmd_serve(args) -> int:
         return 0
     tp = f"{est.tp} x " if est.tp > 1 else ""
     print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
-          f"{est.output_len} out, weights {est.precision} ({est.slot} slot), KV {est.kv_dtype}")
+          f"{est.output_len} out, weights {est.precision} ({est.slot} slot), "
+          f"KV {est.kv_cache_dtype}")
     rows = [
         ["time to first token", _ms(data["ttft_ms"])],
         ["inter-token latency (mean)", _ms(data["itl_ms"])],

@@ -46,9 +46,9 @@ GENERIC_TRAINING_WEIGHT_MULTIPLE = 3.0
 GENERIC_LORA_WEIGHT_MULTIPLE = 1.1
 
 # -- bandwidth path -------------------------------------------------------------------------
-#: Host link used for offload when a device spec has no [host_link]: PCIe Gen5 x16, 64 GB/s
-#: per direction (PCI-SIG PCIe 5.0 base specification: 32 GT/s x 16 lanes, 128b/130b).
-DEFAULT_HOST_LINK_BANDWIDTH = 64e9
+# No coefficient: offload uses the device spec's [host_link] and nothing else. A device
+# without one (a microcontroller, a unified-memory SoC) has no offload path, so a footprint
+# beyond its memory (and, in inference, its flash) cannot run; no PCIe link is assumed.
 
 # -- power and energy ------------------------------------------------------------------------
 #: Average power = TDP * (ENERGY_IDLE_FRACTION + ENERGY_DYNAMIC_FRACTION * HFU): an

@@ -46,7 +46,7 @@ def solve_with_cost_model(cache, wf, df, prec, cost_model, batch, eff, raise_err
         sample = "token (one per sequence: a decode step over the batch)"
     else:
         est = api.prefill(wf.spec, df.spec, tokens=seq_len, seqs=batch, precision=name,
-                          cost_model=cost_model, registry=reg)
+                          cost_model=cost_model, registry=reg, head=True)  # whole forward
         step = f"prefill of {seq_len} tokens in each of {batch} sequences (an encoder)"
         sample = f"sequence of {seq_len} tokens"
     fit = api.fits(wf.spec, df.spec, seqs=batch, context=seq_len,

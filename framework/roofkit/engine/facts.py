@@ -12,7 +12,6 @@ from pathlib import Path
 from .. import units
 from ..errors import RoofkitError, UnknownNameError, closest
 from ..registry import Registry, default_registry
-from . import calibration as cal
 
 
 class WorkloadFacts:
@@ -55,7 +54,21 @@ class WorkloadFacts:
 
 
 class DeviceFacts:
-    """A device reduced to SI floats: peaks per slot, memory tiers, overheads, TDP."""
+    """A device reduced to SI floats: peaks per slot, memory tiers, overheads, TDP.
+
+    The bandwidth path of ``Engine.solve`` (scalar and vectorized alike) is decided here:
+
+    * it fits when the footprint is within primary memory, or, in inference, when the
+      weights fit the device's flash (weights stay in flash and are read in place; flash is
+      read-only at run time, so training checks primary memory only);
+    * when it fits: on-chip SRAM if the weights fit in it, else flash when the device has
+      one that holds the weights (inference only), else primary memory
+      (:meth:`resident_path`);
+    * when it does not: host offload at ``min(memory, host link)``, all traffic charged at
+      the limiting link, if the spec declares a ``[host_link]``; without one nothing can be
+      offloaded, so there is no path (bandwidth 0, tier ``"none"``: infinite latency)
+      (:meth:`misfit_path`).
+    """
 
     __slots__ = (
         "_peak_of",
@@ -65,11 +78,13 @@ class DeviceFacts:
         "default_slot",
         "dispatch",
         "flash_bandwidth",
+        "flash_capacity",
         "host_bandwidth",
         "host_link_declared",
         "layer",
         "name",
         "offload_bandwidth",
+        "offload_tier",
         "origin",
         "peaks",
         "spec",
@@ -91,25 +106,69 @@ class DeviceFacts:
         self.sram_capacity = sram.capacity if sram is not None else None
         self.sram_bandwidth = sram.bandwidth if sram is not None else None
         flash = spec.flash
-        self.flash_bandwidth = flash.bandwidth if flash is not None else None
+        # a flash tier without a published bandwidth cannot be costed, so it is no path
+        usable_flash = flash is not None and flash.bandwidth is not None
+        self.flash_capacity = flash.capacity if usable_flash else None
+        self.flash_bandwidth = flash.bandwidth if usable_flash else None
         self.host_link_declared = spec.host_link is not None
-        self.host_bandwidth = (spec.host_link.bandwidth if spec.host_link is not None
-                               else cal.DEFAULT_HOST_LINK_BANDWIDTH)
-        # offload charges all traffic at the limiting link
-        self.offload_bandwidth = min(self.bandwidth, self.host_bandwidth)
+        self.host_bandwidth = spec.host_link.bandwidth if spec.host_link is not None else None
+        if self.host_bandwidth is not None:
+            # offload charges all traffic at the limiting link
+            self.offload_bandwidth = min(self.bandwidth, self.host_bandwidth)
+            self.offload_tier = "offload"
+        else:  # no link to host memory: nothing can be offloaded
+            self.offload_bandwidth = 0.0
+            self.offload_tier = "none"
         self.tdp = spec.power.tdp if spec.power.tdp is not None else 0.0
         self.dispatch = spec.overheads.dispatch
         self.layer = spec.overheads.layer
         self._peak_of: dict[str, tuple[float, str, bool]] = {}
 
-    def resident_path(self, weights: float) -> tuple[float, str]:
-        """(bandwidth, tier) when the footprint fits: weights resident in SRAM, else streamed
-        from flash where the device has it, else primary memory."""
+    def flash_holds(self, weights: float) -> bool:
+        """Whether the weights fit the device's flash (a flash tier with a bandwidth)."""
+        return self.flash_capacity is not None and weights <= self.flash_capacity
+
+    def fits(self, footprint: float, weights: float, training: bool) -> bool:
+        """The footprint within primary memory, or (inference) the weights within flash."""
+        return footprint <= self.capacity or (not training and self.flash_holds(weights))
+
+    def resident_path(self, weights: float, training: bool = False) -> tuple[float, str]:
+        """(bandwidth, tier) when the configuration fits: weights resident in SRAM, else
+        streamed from flash where the device has one that holds them (inference only), else
+        primary memory."""
         if self.sram_bandwidth is not None and weights <= self.sram_capacity:
             return self.sram_bandwidth, "sram"
-        if self.flash_bandwidth is not None:
+        if not training and self.flash_holds(weights):
             return self.flash_bandwidth, "flash"
         return self.bandwidth, "memory"
+
+    def misfit_path(self) -> tuple[float, str]:
+        """(bandwidth, tier) when it does not fit: host offload, or no path at all."""
+        return self.offload_bandwidth, self.offload_tier
+
+    def misfit_reason(self, need: str, what: str, training: bool) -> str:
+        """Why a configuration does not fit: ``need`` (e.g. "needs 25 MB") and ``what``
+        (e.g. "int8 weights"), with the tiers that were tried and whether it can be
+        offloaded. One text for the scalar and the vectorized sweeps."""
+        cap = units.fmt(self.capacity, "bytes")
+        text = f"{need} ({what}) but {self.name} has {cap}"
+        if self.flash_capacity is not None:
+            if training:
+                text += (f" (its {units.fmt(self.flash_capacity, 'bytes')} flash is read-only "
+                         "at run time: training state cannot live there)")
+            else:
+                text += f" and {units.fmt(self.flash_capacity, 'bytes')} of flash"
+        if not self.host_link_declared:
+            text += "; no [host_link], so nothing can be offloaded: it cannot run"
+        return text
+
+    def fit_reason(self, what: str, weights: float, training: bool) -> str:
+        """Why a configuration fits (the tier that holds it)."""
+        if training or weights <= self.capacity or not self.flash_holds(weights):
+            return f"fits: {what} within {self.name}'s {units.fmt(self.capacity, 'bytes')}"
+        return (f"fits: {what} within {self.name}'s {units.fmt(self.flash_capacity, 'bytes')} "
+                f"of flash (beyond its {units.fmt(self.capacity, 'bytes')} of memory), read "
+                "in place")
 
     def peak(self, prec: PrecisionFacts) -> tuple[float, str, bool]:
         """(FLOP/s, slot used, fell back?) for a precision: its own slot's peak, or, as the
@@ -242,16 +301,20 @@ class EngineCache:
         return hit
 
 
-_LAST: list = [None, None]  # (registry, cache) of the previous call: skips the memo lookup
+#: (registry, cache) of the previous call: skips the memo lookup. One tuple, replaced whole,
+#: so threads using different registries never see one registry paired with another's cache.
+_LAST: tuple = (None, None)
 
 
 def cache_for(registry: Registry | None) -> EngineCache:
     """The engine cache of ``registry`` (the process default registry when None)."""
+    global _LAST
     reg = default_registry() if registry is None else registry
-    if reg is _LAST[0]:
-        return _LAST[1]
+    last = _LAST
+    if reg is last[0]:
+        return last[1]
     cache = reg.memo("roofkit.engine.cache", lambda: EngineCache(reg))
-    _LAST[0], _LAST[1] = reg, cache
+    _LAST = (reg, cache)
     return cache
 
 

@@ -15,6 +15,7 @@ _TIER_NAMES = {
     "sram": "on-chip SRAM (weights resident)",
     "flash": "flash",
     "offload": "host offload",
+    "none": "no path",
 }
 
 
@@ -153,8 +154,10 @@ class PerformanceProfile:
 
     @property
     def offload_spill(self):
-        """Bytes beyond the device's capacity (0 B when it fits)."""
-        return self._quantity("offload_spill", max(self._footprint - self._df.capacity, 0.0), "B")
+        """Bytes beyond the device's capacity that must be offloaded (0 B when it fits,
+        including weights that fit the device's flash)."""
+        spill = 0.0 if self.feasible else max(self._footprint - self._df.capacity, 0.0)
+        return self._quantity("offload_spill", spill, "B")
 
     # -- plain values ------------------------------------------------------------------------
     @property
@@ -180,8 +183,19 @@ class PerformanceProfile:
 
     @property
     def bandwidth_path(self) -> str:
-        """Which bandwidth bounded the memory term: memory, sram, flash or offload."""
+        """Which bandwidth bounded the memory term: memory, sram, flash, offload, or none
+        (it does not fit and the device has no host link to offload to)."""
         return self._tier
+
+    @property
+    def compute_slot(self) -> str:
+        """The compute slot whose peak was used (the device's default slot on a fallback)."""
+        return self._slot
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether the device lacks the precision's slot, so its default peak was used."""
+        return self._fell_back
 
     @property
     def sample(self) -> str:
@@ -230,11 +244,7 @@ class PerformanceProfile:
             what = "weights only; no KV cache"
         else:
             what = "weights"
-        verdict = "fits" if self.feasible else "DOES NOT FIT"
-        rel = "<=" if self.feasible else ">"
-        lines.append(f"capacity: needs {fmt(self._footprint, 'bytes')} ({what}, {prec.name} "
-                     f"at {prec.bytes_per_element:g} B/element) {rel} "
-                     f"{fmt(df.capacity, 'bytes')} on {df.name}: {verdict}")
+        lines.append(self._capacity_text(what))
         if self._parts is not None:
             p = self._parts
             lines.append(
@@ -298,21 +308,49 @@ class PerformanceProfile:
             return "sequences"
         return "samples"
 
+    def _capacity_text(self, what: str) -> str:
+        df, prec, fmt = self._df, self._prec, units.fmt
+        training = self._inputs[3]
+        need = (f"capacity: needs {fmt(self._footprint, 'bytes')} ({what}, {prec.name} at "
+                f"{prec.bytes_per_element:g} B/element)")
+        mem = f"{fmt(df.capacity, 'bytes')} on {df.name}"
+        if self._footprint <= df.capacity:
+            return f"{need} <= {mem}: fits"
+        flash = df.flash_capacity
+        if self.feasible:  # inference whose weights fit the flash
+            return (f"{need} > {mem} (primary memory) but <= its "
+                    f"{fmt(flash, 'bytes')} flash: fits, the weights stay in flash and are "
+                    "read in place")
+        if flash is None:
+            return f"{need} > {mem}: DOES NOT FIT"
+        if training:
+            return (f"{need} > {mem} (primary memory; its {fmt(flash, 'bytes')} flash is "
+                    "read-only at run time, so training state cannot live there): DOES NOT FIT")
+        return (f"{need} > {mem} (primary memory) and > its {fmt(flash, 'bytes')} flash: "
+                "DOES NOT FIT")
+
     def _bandwidth_text(self) -> str:
         df, fmt = self._df, units.fmt
         tier = self._tier
         if tier == "offload":
-            link = (f"host link {fmt(df.host_bandwidth, 'bandwidth')}" if df.host_link_declared
-                    else f"host link {fmt(df.host_bandwidth, 'bandwidth')} (no [host_link] in "
-                         f"the spec: assumed PCIe Gen5 x16)")
             return (f"{_TIER_NAMES[tier]}: footprint exceeds capacity, all traffic charged at "
-                    f"the limiting link min(memory {fmt(df.bandwidth, 'bandwidth')}, {link}) = "
-                    f"{fmt(self._bw, 'bandwidth')}")
+                    f"the limiting link min(memory {fmt(df.bandwidth, 'bandwidth')}, host link "
+                    f"{fmt(df.host_bandwidth, 'bandwidth')}) = {fmt(self._bw, 'bandwidth')}")
+        if tier == "none":
+            where = "memory and flash" if df.flash_capacity is not None and not \
+                self._inputs[3] else "memory"
+            return (f"{_TIER_NAMES[tier]}: the footprint exceeds {df.name}'s {where} and its "
+                    "spec declares no [host_link], so nothing can be offloaded: the "
+                    "configuration cannot run (bandwidth 0, latency infinite)")
         if tier == "sram":
             return (f"{_TIER_NAMES[tier]}: weights {fmt(self._weights, 'bytes')} <= SRAM "
                     f"{fmt(df.sram_capacity, 'bytes')}, {fmt(self._bw, 'bandwidth')}")
         if tier == "flash":
-            return f"{_TIER_NAMES[tier]}: weights stream from flash at {fmt(self._bw, 'bandwidth')}"
+            sram = ("" if df.sram_capacity is None
+                    else f" > SRAM {fmt(df.sram_capacity, 'bytes')},")
+            return (f"{_TIER_NAMES[tier]}: weights {fmt(self._weights, 'bytes')}{sram} <= "
+                    f"flash {fmt(df.flash_capacity, 'bytes')}: they stream from flash at "
+                    f"{fmt(self._bw, 'bandwidth')}")
         return f"{_TIER_NAMES[tier]}: {fmt(self._bw, 'bandwidth')}"
 
     @property
@@ -337,12 +375,14 @@ class PerformanceProfile:
         tier = self._tier
         if tier == "offload":
             parts.append(src("memory.bandwidth"))
-            parts.append(src("host_link.bandwidth") if df.host_link_declared else
-                         "host link: engine calibration default (PCIe Gen5 x16, 64 GB/s)")
+            parts.append(src("host_link.bandwidth"))
+        elif tier == "none":
+            parts.append("no [host_link] in the spec: no offload path")
         elif tier == "sram":
             parts.append(src("sram.bandwidth"))
         elif tier == "flash":
             parts.append(src("flash.bandwidth"))
+            parts.append(src("flash.capacity"))
         else:
             parts.append(src("memory.bandwidth"))
         parts.append(src("memory.capacity"))
@@ -371,6 +411,8 @@ class PerformanceProfile:
             "hfu": self.hfu,
             "bandwidth_path": self._tier,
             "peak_flops_per_s": self._peak,
+            "compute_slot": self._slot,
+            "fell_back": self._fell_back,
             "bandwidth_bytes_per_s": self._bw,
             "inputs": self.inputs,
             "trace": self.trace,
@@ -382,7 +424,8 @@ class PerformanceProfile:
         return "\n".join([
             f"{self._wf.name} on {self._df.name}: {self.bottleneck}-bound"
             f"{' (overhead dominated)' if self.overhead_dominated else ''}, "
-            f"{'fits' if self.feasible else 'does not fit'}",
+            f"{'fits' if self.feasible else 'does not fit'}"
+            f"{' (no offload path: it cannot run)' if self._tier == 'none' else ''}",
             f"latency    {fmt(self._t, 'time')}  (compute {fmt(self._tc, 'time')}, memory "
             f"{fmt(self._tm, 'time')}, overhead {fmt(self._to, 'time')})",
             f"throughput {self._thr:.6g} {self._sample_plural()}/s  [sample: {self.sample}]",

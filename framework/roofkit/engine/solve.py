@@ -5,8 +5,11 @@
 F_batch is the batch's forward FLOPs, times 3 forward-equivalents in training (4 with full
 activation recomputation), with a token-based workload's per-token FLOPs times seq_len in
 training; W the weight bytes at the precision; B the batch; BW the bandwidth of the selected
-path (host offload when the footprint exceeds capacity, on-chip SRAM when the weights fit in
-it, flash when the device has one, else primary memory); m = 3 in training, 1 in inference.
+path (:class:`~roofkit.engine.facts.DeviceFacts`: on-chip SRAM when the weights fit in it,
+flash when the device has one that holds the weights (inference only; weights beyond primary
+memory but within flash fit and stream from it), else primary memory; host offload at the
+limiting link when the footprint does not fit, or no path at all, BW = 0 and an infinite
+latency, when the device declares no ``[host_link]``); m = 3 in training, 1 in inference.
 Throughput = B / T. MFU and HFU are model and hardware FLOPs over T * F_peak (they differ only
 by recomputation). Energy = TDP * (idle + dynamic * HFU) * T, 0 without a TDP.
 """
@@ -30,6 +33,7 @@ _TRAIN_FE = cal.TRAINING_FORWARD_EQUIVALENTS
 _RECOMPUTE_FE = cal.RECOMPUTE_FORWARD_EQUIVALENTS
 _TRAIN_LAUNCH = cal.TRAINING_LAUNCH_MULTIPLIER
 _INFER_LAUNCH = cal.INFERENCE_LAUNCH_MULTIPLIER
+_INF = float("inf")
 
 
 def solve(model, hardware, batch_size=1, precision="fp16", efficiency=0.5, raise_errors=False,
@@ -105,20 +109,23 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
         launch = _INFER_LAUNCH
 
     capacity = df.capacity
-    feasible = footprint <= capacity
-    if feasible:
-        bw, tier = df.resident_path(weights)
+    # DeviceFacts.fits, with the common case (it fits primary memory) tested inline
+    if footprint <= capacity or (not training and df.flash_holds(weights)):
+        # fits primary memory, or (inference) the weights stay in flash, read in place
+        feasible = True
+        bw, tier = df.resident_path(weights, training)
     else:
+        feasible = False
         if raise_errors:
-            raise OOMError(
-                f"{wf.name} needs {units.fmt(footprint, 'bytes')} "
-                f"({'training state' if training else 'weights'} at {prec.name}) but "
-                f"{df.name} has {units.fmt(capacity, 'bytes')}", footprint, capacity)
-        bw, tier = df.offload_bandwidth, "offload"
+            what = f"{'training state' if training else 'weights'} at {prec.name}"
+            raise OOMError(f"{wf.name} " + df.misfit_reason(
+                f"needs {units.fmt(footprint, 'bytes')}", what, training),
+                footprint, capacity)
+        bw, tier = df.misfit_path()  # host offload, or "none" (no host link: no path)
 
     t_compute = ops_hw / (peak * eff) if ops_hw > 0.0 else 0.0
     traffic = weights * (1.0 + _TRAFFIC * batch)
-    t_memory = traffic / bw
+    t_memory = traffic / bw if bw > 0.0 else _INF
     t_overhead = df.dispatch + wf.layers * df.layer * launch
     roof = t_memory if t_memory > t_compute else t_compute
     latency = roof + t_overhead

@@ -33,9 +33,8 @@ class SweepResult(list):
 
 
 def _reason(profile) -> str:
-    df = profile._df
-    return (f"needs {units.fmt(profile._footprint, 'bytes')} ({profile._prec.name} weights) "
-            f"but {df.name} has {units.fmt(df.capacity, 'bytes')}")
+    return profile._df.misfit_reason(f"needs {units.fmt(profile._footprint, 'bytes')}",
+                                     f"{profile._prec.name} weights", False)
 
 
 def sweep(model, hardware_list, batch_sizes=None, precisions=None, efficiency=0.5,
@@ -92,13 +91,14 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     wf, df, prec = cache.workload(model), cache.device(hardware), cache.precision(precision)
     peak, slot, fell_back = df.peak(prec)
     weights = wf.params * prec.bytes_per_element
-    feasible = weights <= df.capacity
-    bw, tier = df.resident_path(weights) if feasible else (df.offload_bandwidth, "offload")
+    feasible = df.fits(weights, weights, False)
+    bw, tier = df.resident_path(weights) if feasible else df.misfit_path()
     bf = b.astype(np.float64)
     ops = wf.flops * bf
     t_compute = ops / (peak * eff)
     traffic = weights * (1.0 + cal.ACTIVATION_TRAFFIC_PER_SAMPLE * bf)
-    t_memory = traffic / bw
+    with np.errstate(divide="ignore"):  # no path (no host link): bandwidth 0, inf latency
+        t_memory = traffic / bw
     t_overhead = df.dispatch + wf.layers * df.layer * cal.INFERENCE_LAUNCH_MULTIPLIER
     memory_bound = t_memory > t_compute
     latency = np.where(memory_bound, t_memory, t_compute) + t_overhead

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import attrs
 
-from .common import check_key, check_symbol, provenance_problems, symbol_from
+from .. import units
+from ..errors import SpecError, closest
+from .common import (
+    check_key,
+    check_symbol,
+    identity_problems,
+    is_number,
+    provenance_problems,
+    sourced_paths,
+    symbol_from,
+    table,
+)
 from .fields import fraction, quantity
 
 Category = Literal["cloud", "workstation", "mobile", "edge", "tiny"]
@@ -105,45 +117,48 @@ class Device:
     def tdp(self) -> float | None:
         return self.power.tdp
 
-    def numeric_paths(self) -> list[str]:
-        """Key paths of every number this spec sets (each needs a provenance entry)."""
-        out = [f"compute.{k}" for k in self.compute]
-        out += [f"compute_sparse.{k}" for k in self.compute_sparse]
-        for table in ("memory", "sram", "flash", "host_link", "interconnect", "power", "overheads"):
-            obj = getattr(self, table)
-            if obj is None:
-                continue
-            for f in attrs.fields(type(obj)):
-                v = getattr(obj, f.name)
-                if isinstance(v, int | float) and not isinstance(v, bool) and v is not None:
-                    if table == "memory" and f.name == "usable_fraction" and v == 1.0:
-                        continue
-                    if table == "interconnect" and f.name == "max_devices":
-                        continue
-                    out.append(f"{table}.{f.name}")
-        return out
+    #: the tables whose numbers each need a source in [provenance]
+    SOURCED = ("compute", "compute_sparse", "memory", "sram", "flash", "host_link",
+               "interconnect", "power", "overheads")
 
-    def problems(self) -> list[tuple[str, str]]:
-        """Cross-field checks: (key path, message) pairs; empty when the spec is sound."""
-        out = []
-        for table in ("compute", "compute_sparse"):
-            for slot in getattr(self, table):
+    @classmethod
+    def sourced_paths(cls, data: Mapping) -> list[str]:
+        """Key paths of every number the raw spec sets (each needs a provenance entry)."""
+        return sourced_paths(data, cls, cls.SOURCED)
+
+    @classmethod
+    def raw_problems(cls, data: Mapping) -> list[tuple[str, str]]:
+        """Checks on the raw TOML table, run whether or not it structured: key formats,
+        compute slots, the default slot, sparse against dense, the usable-memory reason and
+        provenance. (key path, message) pairs; empty when the spec is sound."""
+        out = identity_problems(data)
+        compute, sparse = table(data, "compute"), table(data, "compute_sparse")
+        for name, slots in (("compute", compute), ("compute_sparse", sparse)):
+            for slot in slots:
                 if slot not in SLOTS:
-                    from ..errors import closest
-
                     near = closest(slot, SLOTS)
                     hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
-                    out.append((f"{table}.{slot}",
+                    out.append((f"{name}.{slot}",
                                 f"unknown compute slot {slot!r}{hint}; slots: {', '.join(SLOTS)}"))
-        if self.default_slot not in self.compute:
-            out.append(("default_slot", f"default_slot {self.default_slot!r} has no peak in "
-                        f"[compute] ({', '.join(self.compute) or 'empty'})"))
-        for slot, sparse in self.compute_sparse.items():
-            dense = self.compute.get(slot)
-            if dense is not None and sparse < dense:
+        default = data.get("default_slot")
+        if isinstance(default, str) and isinstance(data.get("compute"), Mapping) \
+                and default not in compute:
+            out.append(("default_slot", f"default_slot {default!r} has no peak in "
+                        f"[compute] ({', '.join(compute) or 'empty'})"))
+        for slot, text in sparse.items():
+            if slot not in compute:
+                continue
+            try:  # compared only where both parse; the converter reports the rest
+                low = units.parse(text, "throughput") < units.parse(compute[slot], "throughput")
+            except SpecError:
+                continue
+            if low:
                 out.append((f"compute_sparse.{slot}",
                             "a sparse figure below the dense one; check which is which"))
-        if self.memory.usable_fraction < 1.0 and not self.memory.usable_reason:
+        memory = table(data, "memory")
+        fraction, reason = memory.get("usable_fraction"), memory.get("usable_reason")
+        if is_number(fraction) and fraction < 1.0 and not (isinstance(reason, str)
+                                                             and reason.strip()):
             out.append(("memory.usable_reason", "a usable_fraction below 1 needs its reason"))
-        out += provenance_problems(self, self.numeric_paths())
+        out += provenance_problems(data, cls.sourced_paths(data))
         return out

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import attrs
 
-from .common import check_key, check_symbol, provenance_problems, symbol_from
+from .common import (
+    check_key,
+    check_symbol,
+    identity_problems,
+    is_number,
+    provenance_problems,
+    sourced_paths,
+    symbol_from,
+    table,
+)
 from .fields import count, quantity
 
 Domain = Literal["language", "vision", "speech", "audio", "tiny", "multimodal"]
@@ -62,26 +72,31 @@ class Workload:
             raise KeyError(key)
         return v
 
-    def numeric_paths(self) -> list[str]:
-        out = [f"dims.{k}" for k in self.dims]
-        if self.generic is not None:
-            out += ["generic.params", "generic.flops_per_sample", "generic.layers"]
-        for f in ("params", "active_params"):
-            if getattr(self.published, f) is not None:
-                out.append(f"published.{f}")
-        return out
+    #: the tables whose numbers each need a source in [provenance]
+    SOURCED = ("dims", "generic", "published")
 
-    def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if (self.template is None) == (self.generic is None):
+    @classmethod
+    def sourced_paths(cls, data: Mapping) -> list[str]:
+        """Key paths of every number the raw spec sets (each needs a provenance entry)."""
+        return sourced_paths(data, cls, cls.SOURCED)
+
+    @classmethod
+    def raw_problems(cls, data: Mapping) -> list[tuple[str, str]]:
+        """Checks on the raw TOML table, run whether or not it structured: key formats, a
+        template or a generic table, dims, and provenance."""
+        out = identity_problems(data)
+        has_template = data.get("template") is not None
+        if has_template == ("generic" in data):
             out.append(("template", "give either `template` with [dims] (a transformer) or a "
                         "[generic] table (declared params and FLOPs), not both or neither"))
-        if self.template is None and self.dims:
+        dims = table(data, "dims")
+        if not has_template and dims:
             out.append(("dims", "[dims] needs a `template` that reads them"))
-        for k, v in self.dims.items():
-            if v < 0:
+        for k, v in dims.items():
+            if is_number(v) and v < 0:
                 out.append((f"dims.{k}", f"dims must be nonnegative, got {v}"))
-        if self.generic is not None and self.generic.params <= 0:
+        params = table(data, "generic").get("params")
+        if is_number(params) and params <= 0:
             out.append(("generic.params", "params must be positive"))
-        out += provenance_problems(self, self.numeric_paths())
+        out += provenance_problems(data, cls.sourced_paths(data))
         return out

@@ -1,4 +1,4 @@
-"""Cross-checks of workload specs against the registry (templates, formats)."""
+"""Cross-checks of workload specs against the registry (templates, formats, dims)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ def check(workload, tables) -> list[tuple[str, str]]:
             out.append((f"formats.{role}", f"unknown precision {fmt!r}; known: "
                         f"{', '.join(sorted({p.name for _, p in precisions.values()}))}"))
     circuits = tables.get("circuits")
-    if workload.template is not None and circuits is not None and workload.template not in circuits:
-        out.append(("template", f"unknown circuit template {workload.template!r}; known: "
-                    f"{', '.join(sorted(circuits))}"))
+    if workload.template is not None and circuits is not None:
+        if workload.template not in circuits:
+            out.append(("template", f"unknown circuit template {workload.template!r}; known: "
+                        f"{', '.join(sorted(circuits))}"))
+        else:
+            # the dims against the template, lowered once: unknown, missing, fractional or
+            # zero counts, a rule that would divide by zero (tp is the call's, not checked)
+            from ..circuit.validate import workload_problems
+
+            out += workload_problems(workload, tables)
     return out

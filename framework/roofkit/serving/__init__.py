@@ -18,7 +18,7 @@ from .estimate import ServingEstimate, estimate, max_load
 
 
 def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: int = 128,
-          tp: int = 1, precision: str | None = None, kv_dtype: str = "bf16",
+          tp: int = 1, precision: str | None = None, kv_cache_dtype: str = "bf16",
           basis: str = "calibrated", registry=None, *, engine: str | None = None,
           require_fit: bool = False) -> ServingEstimate:
     """Estimate serving ``batch`` requests of ``input_len`` prompt tokens that each generate
@@ -26,7 +26,7 @@ def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: in
     weights, heads and KV sharded, two all-reduces per transformer layer).
 
     :param precision: weight format (default: the workload's ``formats.default``, else bf16).
-    :param kv_dtype: KV-cache format (``bf16``, ``fp8``…).
+    :param kv_cache_dtype: KV-cache format (``bf16``, ``fp8``…).
     :param basis: ``calibrated`` (measured achievable constants, ``specs/calibration``) or
         ``datasheet`` (spec ceilings); the estimate names it.
     :param engine: an engine profile of the host calibration (``vllm``) whose measured
@@ -34,7 +34,8 @@ def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: in
     :param require_fit: raise :class:`~roofkit.OOMError` when weights and KV do not fit.
     """
     return estimate(workload, device, batch=batch, input_len=input_len, output_len=output_len,
-                    tp=tp, precision=precision, kv_dtype=kv_dtype, basis=basis, engine=engine,
+                    tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype, basis=basis,
+                    engine=engine,
                     registry=registry, require_fit=require_fit)
 
 

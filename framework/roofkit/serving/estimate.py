@@ -6,7 +6,7 @@ the same templates, op-cost rules, device roofline and cost model as ``roofkit.d
 ``roofkit.prefill``, with tensor parallelism as the circuit shards it (two all-reduces per
 transformer layer on the device's link). What serving adds is the request-level account:
 
-    TTFT   = prefill(B x I tokens) + host(prefill step)
+    TTFT   = prefill(B x I tokens, with the embedding and the LM head) + host(prefill step)
     ITL_j  = decode(B rows, context I + j) + host(decode step),   j = 1 .. O-1
     e2e    = TTFT + sum_j ITL_j          (summed as the KV read grows, not ITL_1 * (O - 1))
     output tokens/s = B * O / e2e
@@ -51,7 +51,7 @@ class ServingEstimate:
     output_len: int
     tp: int
     precision: str
-    kv_dtype: str
+    kv_cache_dtype: str
     engine: str | None
     slot: str
     ttft: float
@@ -134,7 +134,8 @@ class ServingEstimate:
         return {
             "workload": self.workload, "device": self.device, "tp": self.tp,
             "batch": self.batch, "input_len": self.input_len, "output_len": self.output_len,
-            "precision": self.precision, "kv_dtype": self.kv_dtype, "engine": self.engine,
+            "precision": self.precision, "kv_cache_dtype": self.kv_cache_dtype,
+            "engine": self.engine,
             "compute_slot": self.slot, "cost_model": self.cost_model,
             "ttft_ms": self.ttft_ms, "itl_ms": self.itl_ms,
             "itl_first_ms": float(itl[0]) if len(itl) else None,
@@ -181,11 +182,11 @@ class Config:
     workload: object
     device: object
     precision: str  # the weights' format name
-    kv_dtype: str
+    kv_cache_dtype: str
     circuit: dict  # keywords of roofkit.circuit.api calls
 
 
-def configure(registry, workload, device, precision, kv_dtype, basis, tp) -> Config:
+def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) -> Config:
     """Resolve names; ``precision`` is the weights' format (an integer format is weight-only
     quantization: the circuit runs it beside 16-bit activations)."""
     from ..registry import resolve
@@ -196,7 +197,7 @@ def configure(registry, workload, device, precision, kv_dtype, basis, tp) -> Con
     w = reg.workload(workload)
     d = reg.device(device)
     wp = reg.precision(precision or w.formats.get("default", "bf16"))
-    kp = reg.precision(kv_dtype)
+    kp = reg.precision(kv_cache_dtype)
     kw = {"precision": precision, "kv_cache_dtype": kp.name, "basis": basis, "tp": tp,
           "registry": reg}
     if wp.kind == "int" and "activations" not in w.formats:
@@ -236,7 +237,7 @@ def _breakdown(est) -> list[dict]:
 
 
 def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_len: int = 128,
-             tp: int = 1, precision: str | None = None, kv_dtype: str = "bf16",
+             tp: int = 1, precision: str | None = None, kv_cache_dtype: str = "bf16",
              basis: str = "calibrated", engine: str | None = None, registry=None,
              fit_context: int | None = None, require_fit: bool = False) -> ServingEstimate:
     """The serving estimate of a static batch; see the module docstring for the equations.
@@ -248,14 +249,16 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     input_len = _positive_int("input_len", input_len)
     output_len = _positive_int("output_len", output_len)
     tp = _positive_int("tp", tp)
-    s = configure(registry, workload, device, precision, kv_dtype, basis, tp)
+    s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp)
     reg, w, d = s.reg, s.workload, s.device
     roof = device_roofline(d, basis, reg)
     host = host_calibration(reg)
     notes = []
 
     # prefill: B sequences of I tokens, causal; the decode steps j = 1 .. O-1 at context I + j
-    pre = _circuit.prefill(w, d, tokens=input_len, seqs=batch, **s.circuit)
+    # head=True: the embedding gather of the prompt and the LM head of the first token,
+    # which the first token waits for
+    pre = _circuit.prefill(w, d, tokens=input_len, seqs=batch, head=True, **s.circuit)
     launches = pre.kernels
     pre_host = _overhead.step_overhead(roof, host, launches, batch, engine)
     ttft = float(pre.time) + pre_host.host_time
@@ -278,7 +281,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     est = ServingEstimate(
         workload=w.name, device=d.name, basis=basis, basis_detail=pre.basis,
         provenance=dict(roof.provenance), batch=batch, input_len=input_len,
-        output_len=output_len, tp=tp, precision=s.precision, kv_dtype=s.kv_dtype,
+        output_len=output_len, tp=tp, precision=s.precision, kv_cache_dtype=s.kv_cache_dtype,
         engine=engine, slot=_matmul_slot(pre), ttft=ttft, itl_steps=itl, e2e=e2e,
         prefill_host=pre_host, decode_host=dec_host, footprint=fp, usable_memory=usable,
         fit_context=input_len + output_len if fit_context is None else int(fit_context),
@@ -296,9 +299,9 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
 
 
 def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
-             precision: str | None = None, kv_dtype: str = "bf16", basis: str = "calibrated",
-             engine: str | None = None, registry=None, max_requests: int | None = None
-             ) -> ServingEstimate:
+             precision: str | None = None, kv_cache_dtype: str = "bf16",
+             basis: str = "calibrated", engine: str | None = None, registry=None,
+             max_requests: int | None = None) -> ServingEstimate:
     """Offline serving at full load with in-flight batching and a paged KV cache.
 
     Each request holds its tokens so far, on average ``I + O/2``, so the concurrency is the
@@ -306,8 +309,8 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     ``B = floor((usable - weights) / (kv(I + O/2) + state))`` per device (at most
     ``max_requests``); throughput is then that of a batch of ``B``.
     """
-    s = configure(registry, workload, device, precision, kv_dtype, basis,
-               _positive_int("tp", tp))
+    s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
+                  _positive_int("tp", tp))
     fp = _footprint(s)
     d = s.device
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -321,7 +324,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     if max_requests:
         batch = min(batch, max_requests)
     est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
-                   tp=tp, precision=precision, kv_dtype=s.kv_dtype, basis=basis,
+                   tp=tp, precision=precision, kv_cache_dtype=s.kv_cache_dtype, basis=basis,
                    engine=engine, registry=s.reg, fit_context=mean_ctx)
     return attrs.evolve(est, notes=(*est.notes, f"max load: {batch} requests in flight, the KV "
                                     f"capacity at the mean context {mean_ctx}"))

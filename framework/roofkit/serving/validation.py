@@ -103,19 +103,19 @@ def predict(case, basis: str, registry) -> float:
     """The estimator's value of ``case.metric`` for ``case`` on ``basis``."""
     c = case.config
     precision = c.precision
-    kv = c.kv_dtype or "bf16"
+    kv = c.kv_dtype or "bf16"  # the TOML key ``kv_dtype`` is the KV-cache format
     engine = c.runtime or None
     if case.kind == "kernel":
         return _kernel_ms(case, basis, registry)
     if c.batching == "max_load":
         est = max_load(case.workload, case.device, input_len=c.input_len,
-                       output_len=c.output_len, tp=c.tp, precision=precision, kv_dtype=kv,
+                       output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
                        max_requests=c.num_requests)
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
-                       precision=precision, kv_dtype=kv, basis=basis, engine=engine,
+                       precision=precision, kv_cache_dtype=kv, basis=basis, engine=engine,
                        registry=registry)
     value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
              "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
@@ -134,7 +134,7 @@ def _kernel_ms(case, basis: str, registry) -> float:
 
     c = case.config
     s = configure(registry, case.workload, case.device, c.precision or "bf16",
-               c.kv_dtype or "bf16", basis, c.tp)
+                  c.kv_dtype or "bf16", basis, c.tp)
     est = api.prefill(s.workload, s.device, tokens=c.tokens, seqs=1, **s.circuit)
     rows = [r for r in est.rows if r.section == "main" and
             (r.node == c.node or r.node.rsplit(".", 1)[-1] == c.node)]

@@ -25,7 +25,8 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
           training: bool = False, zero_stage: int = 0, dp_size: int = 1, lora: bool = False,
           recompute: bool = False, kv_cache_dtype: str | None = None,
           basis: str | None = None, cost_model: str | None = None, formats=None,
-          ssm_h_dtype: str | None = None, executor=None, chunk_size: int | None = None,
+          ssm_h_dtype: str | None = None, head: bool | None = None, executor=None,
+          chunk_size: int | None = None,
           registry=None) -> SweepTable:
     """Evaluate ``workload`` over every device x precision x tp x context x batch size.
 
@@ -47,11 +48,16 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     :param kv_cache_dtype, basis, cost_model, formats, ssm_h_dtype: decode/prefill settings,
         as in ``roofkit.decode`` (``basis="datasheet"`` unless given; the cost model defaults
         by basis: ``roofline``, or ``roofline_calibrated`` on the calibrated basis).
+    :param head: prefill only, as in ``roofkit.prefill``: False (default) costs the layers
+        at the causal half-context; True adds the embedding gather and the LM head of the
+        first token (a time to first token's full device work).
     :param executor: any ``concurrent.futures.Executor``: the grid is split into chunks of
         ``chunk_size`` rows evaluated by its workers and concatenated in order.
     :param chunk_size: rows per chunk (with no executor: evaluate in chunks in-process).
-    :param registry: a Registry, :class:`RegistrySettings` (needed with an executor unless
-        the default catalogue is meant), or None for the default.
+    :param registry: a Registry, :class:`RegistrySettings`, or None for the default. With
+        an executor in other processes (a process pool, Dask, Ray) pass
+        :class:`RegistrySettings` (a Registry does not travel); a thread-based executor
+        (``ThreadPoolExecutor``) shares the Registry object itself.
     :returns: a :class:`SweepTable` with every input and output column, ``feasible`` and
         ``reason`` on every row.
     """
@@ -66,7 +72,7 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
         chunk_size = validation.positive_int("chunk_size", chunk_size)
 
     options = {"kv_cache_dtype": kv_cache_dtype, "basis": basis, "cost_model": cost_model,
-               "formats": formats, "ssm_h_dtype": ssm_h_dtype}
+               "formats": formats, "ssm_h_dtype": ssm_h_dtype, "head": head}
     if mode == "engine":
         given = [k for k, v in options.items() if v is not None]
         if given:

@@ -36,10 +36,14 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "hfu": ("hardware FLOPs utilization", "max"),
     "bandwidth_path": ("memory tier that bounds the memory term", None),
     "peak_flops_per_s": ("compute peak used (before efficiency), FLOP/s", "max"),
-    "peak_slot": ("compute slot of the peak used", None),
-    "peak_fell_back": ("the device lacks the precision's slot; a fallback peak is used",
-                       "min"),
     "bandwidth_bytes_per_s": ("bandwidth of the selected memory path, B/s", "max"),
+    "basis": ("what the device numbers rest on: datasheet or calibrated (measured) "
+              "constants", None),
+    "compute_slot": ("compute slot(s) whose peak was used (decode, prefill: of the matrix "
+                     "nodes, joined by +)", None),
+    "fell_back": ("the device lacks the precision's slot; the peak of a fallback slot "
+                  "(Engine: the device's default; circuit: the precision's fallback chain) "
+                  "is used", "min"),
     # circuit outputs
     "flops": ("FLOPs of the step", "min"),
     "bytes_moved": ("bytes moved by the step", "min"),

@@ -6,16 +6,21 @@ per (workload, device, settings, tp) and evaluate them on floats or arrays alike
 is one pass over its nodes (not one per row), with the same expressions as the scalar call:
 
     decode:  rows = seqs = B, context C;   step time = sum over nodes of count * t_node
-    prefill: rows = B * T at context max(T // 2, 1), the head at B rows; T = ``context``
+    prefill: rows = B * T at context max(T // 2, 1) over the layers; T = ``context``
+             (``head=True``: plus the embedding gather and the LM head at B rows)
     t_node  = the cost model's time of the node (+ the link time of a collective)
 
 With ``tp = N`` every figure is one of N devices' (the circuit's shard, with two all-reduces
 per transformer layer); the devices run in lockstep, so the step time is one device's.
 Throughput is tokens per second of the replica: B / time (decode), B * T / time (prefill).
-Capacity is the circuit's fit check per device,
+Capacity is the estimate's own memory check per device (``est.fits``),
 ``weights / N + B * (kv(C) + state) / N <= capacity * usable_fraction`` (KV heads replicated
 when fewer than devices). A tp the device's interconnect cannot join, or that does not
 divide the model's heads, makes its rows infeasible with the reason (outputs NaN).
+
+Every row also says what its numbers rest on: ``basis`` (datasheet or calibrated),
+``compute_slot`` (the slots the matrix nodes ran at) and ``fell_back`` (a format the device
+has no peak for ran at a slot of its fallback chain, e.g. fp8 on an A100 at the fp16 peak).
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ INPUTS = ("workload", "device", "precision", "tp", "context", "batch_size")
 OUTPUTS = ("latency_ms", "step_ms", "throughput_per_s", "latency_compute_ms",
            "latency_memory_ms", "flops", "bytes_moved", "bottleneck",
            "memory_footprint_bytes", "weights_bytes", "kv_bytes", "capacity_bytes",
-           "feasible", "reason")
+           "feasible", "reason", "basis", "compute_slot", "fell_back")
+#: text and flag outputs
+TEXT = ("bottleneck", "reason", "basis", "compute_slot")
+FLAGS = ("feasible", "fell_back")
 #: the circuit settings a sweep passes through (``roofkit.circuit.api`` keyword arguments)
-CIRCUIT_SETTINGS = ("kv_cache_dtype", "cost_model", "basis", "formats", "ssm_h_dtype")
+CIRCUIT_SETTINGS = ("kv_cache_dtype", "cost_model", "basis", "formats", "ssm_h_dtype", "head")
 
 
 def circuit_settings(mode, *, precisions, contexts, tp, training, efficiency, options):
@@ -49,6 +57,13 @@ def circuit_settings(mode, *, precisions, contexts, tp, training, efficiency, op
     else:
         ctx = int_axis("contexts", contexts, [2048])
     precs = name_axis("precisions", precisions, [None])
+    head = options.get("head")
+    if head is not None:
+        if mode != "prefill":
+            raise SpecError("head= is a prefill setting (the embedding gather and the LM head "
+                            "of the first token); a decode step always costs them")
+        if not isinstance(head, bool | np.bool_):
+            raise SpecError(f"head must be True or False, got {head!r}")
     settings = {"basis": "datasheet", **{k: v for k, v in options.items() if v is not None}}
     if settings.get("cost_model") is None:
         from ..circuit.api import default_cost_model
@@ -76,6 +91,7 @@ class CircuitPass:
         self.reg = resolve(registry)
         s = dict(grid.settings)
         self.kv = s.pop("kv_cache_dtype", None)
+        self.head = bool(s.pop("head", False))  # prefill: add the embedding and the LM head
         self.cost_model = s.pop("cost_model", "roofline")
         self.settings = s  # basis, formats, ssm_h_dtype
         self.workload = grid.workload
@@ -84,15 +100,17 @@ class CircuitPass:
         self.dspecs = [self.reg.device(d) for d in grid.devices]
         self.precs = list(grid.precisions)
         self._labels: dict = {}
+        self._computes: dict = {}
         self._tp_problems: dict = {}
 
     def output_kinds(self) -> dict[str, str]:
-        return {c: "text" if c in ("bottleneck", "reason") else
-                "bool" if c == "feasible" else "float" for c in self.outputs}
+        return {c: "text" if c in TEXT else "bool" if c in FLAGS else "float"
+                for c in self.outputs}
 
     def meta(self) -> dict:
+        extra = {"head": self.head} if self.mode == "prefill" else {}
         return {"mode": self.mode, "workload": self.wname, "kv_cache_dtype": self.kv,
-                "cost_model": self.cost_model, **self.settings,
+                "cost_model": self.cost_model, **self.settings, **extra,
                 "sample": "token"}
 
     def _footprint(self, d: int, p: int, tp: int):
@@ -115,6 +133,35 @@ class CircuitPass:
                     problem = str(exc)
             self._tp_problems[key] = problem
         return self._tp_problems[key]
+
+    def _compute(self, d: int, p: int, tp: int) -> tuple[str, str, bool]:
+        """(basis, compute slot(s), fell back?) of a group, from the plan the estimate runs.
+
+        ``basis``: ``datasheet``, ``calibrated`` (measured constants), or ``datasheet (no
+        calibration)`` when the calibrated basis has none for the device. ``compute_slot``:
+        the slots the matrix nodes run at, in node order, joined by ``+`` (weights at fp8
+        and attention against a bf16 KV cache: ``fp8+bf16``). ``fell_back``: some node's
+        format has no peak on the device and runs at a slot of its fallback chain (fp8 on
+        an A100 at the fp16 peak); the estimate's basis text names each substitution.
+        """
+        key = (d, p, tp)
+        hit = self._computes.get(key)
+        if hit is None:
+            from ..circuit import api
+
+            plan = api.plan(self.workload, self.devices[d], self.mode, self.precs[p],
+                            self.kv, self.cost_model, self.reg, tp, **self.settings)
+            roof = plan.roofline
+            if roof.measured:
+                basis = "calibrated"
+            elif self.settings.get("basis", "datasheet") == "datasheet":
+                basis = "datasheet"
+            else:
+                basis = "datasheet (no calibration)"
+            slots = "+".join(dict.fromkeys(n.slot for n in plan.nodes
+                                           if n.compute == "matrix"))
+            hit = self._computes[key] = (basis, slots, bool(plan.fallbacks))
+        return hit
 
     def labels(self, d: int, p: int) -> dict:
         key = (d, p)
@@ -146,7 +193,10 @@ class CircuitPass:
                 "bottleneck": "tp refused",
                 "capacity_bytes": mem.capacity * mem.usable_fraction,
                 "feasible": np.zeros(b.shape, dtype=bool),
-                "reason": (np.zeros(b.shape, dtype=bool), reason, reason)}
+                "reason": (np.zeros(b.shape, dtype=bool), reason, reason),
+                "basis": self.settings.get("basis", "datasheet"),
+                "compute_slot": "",
+                "fell_back": False}
 
     def run(self, d: int, p: int, tp: int, context: np.ndarray, batch: np.ndarray) -> dict:
         from ..circuit import api
@@ -162,18 +212,21 @@ class CircuitPass:
             est = api.decode(self.workload, self.devices[d], batch=b, context=c, **kw)
             tokens = b
         else:
-            est = api.prefill(self.workload, self.devices[d], tokens=c, seqs=b, **kw)
+            est = api.prefill(self.workload, self.devices[d], tokens=c, seqs=b, head=self.head,
+                              **kw)
             tokens = b * c
+        basis, slots, fell_back = self._compute(d, p, tp)
         time = np.broadcast_to(np.asarray(est.time, dtype=np.float64), b.shape)
         bound = np.broadcast_to(np.asarray(est.bound), b.shape)
         words, codes = np.unique(bound, return_inverse=True)
 
-        fp = self._footprint(d, p, tp)
+        # the estimate's own memory check: weights + batch x (KV + state) per device
+        fp = est.footprint
         mem = self.dspecs[d].memory
-        usable = mem.capacity * mem.usable_fraction
-        required = fp.bytes(b, c)
-        per_batch = b * (fp.kv_bytes(c) + fp.state_per_seq)
-        feasible = required <= usable
+        usable = est.usable_memory
+        required = est.memory_required
+        per_batch = b * fp.per_seq(c)
+        feasible = np.asarray(est.fits, dtype=bool)
         dev = self.dspecs[d].name if tp == 1 else f"each of {tp} {self.dspecs[d].name}"
         usable_text = units.fmt(usable, "bytes")
         where = (f"{dev}'s usable {usable_text} ({mem.usable_fraction:g} of "
@@ -199,4 +252,7 @@ class CircuitPass:
             "capacity_bytes": usable,
             "feasible": np.broadcast_to(feasible, b.shape),
             "reason": (np.broadcast_to(feasible, b.shape), yes, no),
+            "basis": basis,
+            "compute_slot": slots,
+            "fell_back": fell_back,
         }

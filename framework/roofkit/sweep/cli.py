@@ -1,10 +1,11 @@
 """The query flags of ``roofkit sweep`` (the command lives in :mod:`roofkit.cli.engine`).
 
 ``--where EXPR`` (repeatable), ``--pareto COL1,COL2``, ``--best-by COL``, ``--mode``,
-``--context`` and ``--tp`` route the command through :func:`roofkit.sweep`; without them the
-command keeps its ``Engine.sweep`` output. Order: the grid, then every ``--where``, then
-(unless ``--include-infeasible``) only the points that fit, then ``--pareto``, then
-``--best-by`` (the best row per device).
+``--context``, ``--tp``, ``--kv-dtype`` and ``--basis`` route the command through
+:func:`roofkit.sweep`; without them the command keeps its ``Engine.sweep`` output. Order: the
+grid, then every ``--where``, then (unless ``--include-infeasible``) only the points that
+fit, then ``--pareto``, then ``--best-by`` (the best row per device). Every output says its
+basis and, per row, the compute slot used and whether it is a fallback.
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ import sys
 ENGINE_DEFAULT_PRECISIONS = ["fp16"]
 
 _TEXT = {
-    "engine": (["device", "precision", "batch_size", "latency_ms", "throughput_per_s",
-                "energy_j", "bottleneck", "mfu", "feasible"],
-               ["device", "precision", "batch", "latency", "samples/s", "energy", "bound",
-                "MFU", "fits"]),
-    "decode": (["device", "precision", "tp", "context", "batch_size", "itl_ms",
-                "throughput_per_s", "memory_footprint_bytes", "bottleneck", "feasible"],
-               ["device", "precision", "tp", "context", "batch", "ITL", "tokens/s", "memory",
-                "bound", "fits"]),
-    "prefill": (["device", "precision", "tp", "context", "batch_size", "ttft_ms",
-                 "throughput_per_s", "memory_footprint_bytes", "bottleneck", "feasible"],
-                ["device", "precision", "tp", "prompt", "batch", "TTFT", "tokens/s",
+    "engine": (["device", "precision", "compute_slot", "batch_size", "latency_ms",
+                "throughput_per_s", "energy_j", "bottleneck", "mfu", "feasible"],
+               ["device", "precision", "slot", "batch", "latency", "samples/s", "energy",
+                "bound", "MFU", "fits"]),
+    "decode": (["device", "precision", "compute_slot", "tp", "context", "batch_size",
+                "itl_ms", "throughput_per_s", "memory_footprint_bytes", "bottleneck",
+                "feasible"],
+               ["device", "precision", "slot", "tp", "context", "batch", "ITL", "tokens/s",
+                "memory", "bound", "fits"]),
+    "prefill": (["device", "precision", "compute_slot", "tp", "context", "batch_size",
+                 "ttft_ms", "throughput_per_s", "memory_footprint_bytes", "bottleneck",
+                 "feasible"],
+                ["device", "precision", "slot", "tp", "prompt", "batch", "TTFT", "tokens/s",
                  "memory", "bound", "fits"]),
 }
+_LEFT = ("device", "precision", "compute_slot", "bottleneck", "feasible")
 #: most rows the text table prints (CSV and JSON print all)
 TEXT_ROWS = 50
 
@@ -66,6 +70,12 @@ def add_arguments(p) -> None:
                    help="decode: KV context tokens; prefill: prompt tokens (default 2048)")
     g.add_argument("--tp", type=_int_list, default=None, metavar="1",
                    help="tensor-parallel degrees (decode/prefill)")
+    g.add_argument("--kv-dtype", default=None, metavar="D",
+                   help="KV-cache format of decode/prefill (bf16, fp8...; default the "
+                        "workload's)")
+    g.add_argument("--basis", choices=("datasheet", "calibrated"), default=None,
+                   help="decode/prefill: datasheet ceilings (default) or measured "
+                        "achievable constants")
     g.add_argument("--where", action="append", default=[], metavar="EXPR",
                    help="keep rows where EXPR holds, e.g. 'latency_ms <= 50', 'fits', "
                         "'device == h100-sxm'; repeatable (all must hold)")
@@ -79,7 +89,7 @@ def add_arguments(p) -> None:
 def wanted(args) -> bool:
     """Whether any query flag was given (else the command keeps its Engine.sweep output)."""
     return bool(args.mode or args.context or args.tp or args.where or args.pareto
-                or args.best_by)
+                or args.best_by or args.kv_dtype or args.basis)
 
 
 def run(args, registry) -> int:
@@ -89,13 +99,23 @@ def run(args, registry) -> int:
     from .api import sweep
     from .catalog import split_direction
 
+    if args.mode in (None, "engine"):
+        given = [flag for flag, v in (("--kv-dtype", args.kv_dtype), ("--basis", args.basis))
+                 if v is not None]
+        if given:
+            from ..errors import SpecError
+
+            raise SpecError(f"{' and '.join(given)} set(s) the circuit's decode/prefill "
+                            "estimate; add --mode decode or --mode prefill (the engine mode "
+                            "is the Engine.solve equation on datasheet ceilings)")
     mode = args.mode or "engine"
     precisions = args.precisions
     if precisions is ENGINE_DEFAULT_PRECISIONS:
         precisions = None  # each mode's own default
     table = sweep(args.workload, args.devices, precisions, args.batch_sizes,
                   contexts=args.context, tp=args.tp, mode=mode,
-                  efficiency=args.efficiency, registry=registry)
+                  efficiency=args.efficiency, kv_cache_dtype=args.kv_dtype,
+                  basis=args.basis, registry=registry)
     points = len(table)
     for cond in args.where:
         table = table.where(cond)
@@ -133,13 +153,14 @@ def run(args, registry) -> int:
                 line.append(units.fmt(v, "bytes"))
             elif c == "feasible":
                 line.append("yes" if v else "no")
+            elif c == "compute_slot":
+                line.append(f"{v} (fallback)" if r["fell_back"] else v)
             elif isinstance(v, float):
                 line.append(f"{v:.5g}" if c != "mfu" else f"{v:.3f}")
             else:
                 line.append(v)
         rows.append(line)
-    align = "".join("r" if c not in ("device", "precision", "bottleneck", "feasible") else "l"
-                    for c in cols)
+    align = "".join("l" if c in _LEFT else "r" for c in cols)
     print(common.table(rows, heads, align))
     steps = [f"{points} points"]
     steps += [f"where {w}" for w in args.where]
@@ -152,6 +173,11 @@ def run(args, registry) -> int:
     print(f"\n{'; '.join(steps)}: {len(table)} row(s)"
           + (f", first {TEXT_ROWS} shown (--csv or --json for all)" if len(table) > TEXT_ROWS
              else ""))
+    if len(table):
+        bases = ", ".join(dict.fromkeys(table["basis"].tolist()))
+        print(f"basis: {bases}" + ("; slot: the compute slot(s) whose peak was used; "
+                                    "(fallback): the device has no peak for the precision"
+                                    if table["fell_back"].any() else ""))
     return 0
 
 

@@ -6,13 +6,17 @@ things (the :class:`~roofkit.sweep.grid.Grid`: names, paths and integer arrays; 
 :class:`RegistrySettings`), each worker builds its own registry once per process (a
 ``Registry`` is deliberately not picklable) and returns a :class:`SweepTable`; the parent
 concatenates the tables in row order, so the result equals the single-process one.
+
+A thread-based executor (``ThreadPoolExecutor``) runs in this process: its workers share the
+caller's ``Registry`` object and one evaluator, so any registry works with it (numpy
+releases the GIL in the array passes).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import RoofkitError
@@ -76,6 +80,12 @@ def local_registry(registry):
     return registry
 
 
+def shares_memory(executor) -> bool:
+    """Whether ``executor`` runs its tasks in this process (threads), so they can share a
+    ``Registry`` object; process pools, Dask and Ray executors cannot."""
+    return isinstance(executor, ThreadPoolExecutor)
+
+
 def portable_registry(registry):
     """What travels to workers for ``registry``: None (the default registry) or settings."""
     if registry is None or isinstance(registry, RegistrySettings):
@@ -85,9 +95,11 @@ def portable_registry(registry):
     if default_registry.cache_info().currsize and registry is default_registry():
         return None
     raise RoofkitError(
-        "a Registry object cannot travel to executor workers (each process builds its own); "
-        "pass registry=roofkit.sweep.RegistrySettings(spec_paths=[...], plugins=['module']) "
-        "describing how to build it, or omit registry= for the default catalogue")
+        "a Registry object cannot travel to executor workers in other processes (each builds "
+        "its own); pass registry=roofkit.sweep.RegistrySettings(spec_paths=[...], "
+        "plugins=['module']) describing how to build it, omit registry= for the default "
+        "catalogue, or use a thread-based executor (ThreadPoolExecutor), whose workers share "
+        "the Registry")
 
 
 def run_chunk(item):
@@ -113,10 +125,20 @@ def run(grid, executor: Executor, chunk_size: int | None, registry):
     if not isinstance(executor, Executor) and not hasattr(executor, "submit"):
         raise RoofkitError(f"executor must be a concurrent.futures.Executor (or have "
                            f"submit()), got {type(executor).__name__}")
-    settings = portable_registry(registry)
     size = chunk_size or default_chunk_size(len(grid), executor)
-    futures = [executor.submit(run_chunk, (grid, s, e, settings))
-               for s, e in grid.chunks(size)]
+    if shares_memory(executor):
+        # threads share this process: the registry (object or built from settings) and one
+        # evaluator, whose resolved facts and plans are read-only once built
+        from .evaluate import evaluate, make_pass
+
+        reg = local_registry(registry)
+        ev = make_pass(grid, reg)
+        futures = [executor.submit(evaluate, grid, s, e, reg, ev)
+                   for s, e in grid.chunks(size)]
+    else:
+        settings = portable_registry(registry)
+        futures = [executor.submit(run_chunk, (grid, s, e, settings))
+                   for s, e in grid.chunks(size)]
     tables = [f.result() for f in futures]
     if not tables:
         from .evaluate import evaluate

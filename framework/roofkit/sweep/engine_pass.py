@@ -7,13 +7,18 @@ with the same inputs as the scalar path (the engine's per-registry
 same floating-point operations in the same order, so each row equals
 ``Engine.solve(workload, device, batch_size=b, precision=p, ...)`` bit for bit:
 
-* peak: the precision's slot on the device, else the device's default peak (``peak_fell_back``);
+* peak: the precision's slot on the device, else the device's default peak (``compute_slot``,
+  ``fell_back``; ``basis`` is ``datasheet``);
 * W = params * bytes_per_element; F_batch = flops * B in inference; in training
   flops (* seq_len for token workloads) * 3 (4 with recomputation) * B, m = 3;
 * footprint: W in inference; in training the transformer formula of
   :mod:`roofkit.engine.training_memory` (ZeRO, LoRA, recomputation) or 3 W (1.1 W LoRA);
-* BW: SRAM when W fits it, else flash when the device has one, else primary memory; host
-  offload at min(memory, host link) when the footprint exceeds capacity (``feasible`` false);
+* feasible: the footprint within primary memory, or in inference the weights within the
+  device's flash (read in place; flash is read-only, so training checks memory only);
+* BW (:class:`~roofkit.engine.facts.DeviceFacts`, shared with the scalar path): SRAM when W
+  fits it, else flash when the device has one holding W (inference), else primary memory;
+  host offload at min(memory, host link) when it does not fit, or no path (BW 0, infinite
+  latency, ``bandwidth_path`` ``none``) when the device declares no ``[host_link]``;
 * throughput B / T; MFU, HFU = F / T / F_peak capped at 1; energy TDP (0.3 + 0.7 HFU) T.
 """
 
@@ -34,8 +39,11 @@ INPUTS = ("workload", "device", "precision", "seq_len", "batch_size", "efficienc
 OUTPUTS = ("latency_ms", "latency_compute_ms", "latency_memory_ms", "latency_overhead_ms",
            "throughput_per_s", "energy_j", "memory_footprint_bytes", "capacity_bytes",
            "feasible", "reason", "bottleneck", "overhead_dominated", "mfu", "hfu",
-           "bandwidth_path", "peak_flops_per_s", "peak_slot", "peak_fell_back",
-           "bandwidth_bytes_per_s")
+           "bandwidth_path", "peak_flops_per_s", "bandwidth_bytes_per_s", "basis",
+           "compute_slot", "fell_back")
+#: what the Engine's device numbers rest on (``Engine.solve`` uses datasheet ceilings with a
+#: declared efficiency; its ``basis`` property gives the spec fields and their sources)
+BASIS = "datasheet"
 
 
 class EnginePass:
@@ -57,8 +65,8 @@ class EnginePass:
         self.inputs = tuple(c for c in INPUTS if c != "seq_len" or self.training)
 
     def output_kinds(self) -> dict[str, str]:
-        text = ("reason", "bottleneck", "bandwidth_path", "peak_slot")
-        flags = ("feasible", "overhead_dominated", "peak_fell_back")
+        text = ("reason", "bottleneck", "bandwidth_path", "basis", "compute_slot")
+        flags = ("feasible", "overhead_dominated", "fell_back")
         return {c: "text" if c in text else "bool" if c in flags else "float" for c in OUTPUTS}
 
     def meta(self) -> dict:
@@ -102,9 +110,15 @@ class EnginePass:
             what = f"{prec.name} weights"
 
         capacity = df.capacity
-        feasible = footprint <= capacity
-        bw_fit, tier_fit = df.resident_path(weights)
-        bw = np.where(feasible, bw_fit, df.offload_bandwidth)
+        if self.training:  # flash is read-only at run time: primary memory only
+            feasible = footprint <= capacity
+        elif df.fits(weights, weights, False):  # in memory, or the weights in flash
+            feasible = np.ones(len(b), dtype=bool)
+        else:
+            feasible = np.zeros(len(b), dtype=bool)
+        bw_fit, tier_fit = df.resident_path(weights, self.training)
+        bw_no, tier_no = df.misfit_path()  # host offload, or "none" (bandwidth 0: inf)
+        bw = np.where(feasible, bw_fit, bw_no)
 
         with np.errstate(divide="ignore", invalid="ignore"):
             t_compute = np.where(ops_hw > 0.0, ops_hw / (peak * eff), 0.0)
@@ -121,13 +135,12 @@ class EnginePass:
             energy = (tdp * (_IDLE + _DYNAMIC * hfu) * latency if tdp > 0.0
                       else np.zeros(len(b)))
 
-        cap_text = units.fmt(capacity, "bytes")
         if self.training:
-            no = (f"needs more than {cap_text} ({what}; see memory_footprint_bytes) but "
-                  f"{df.name} has {cap_text}")
+            no = df.misfit_reason(f"needs more than {units.fmt(capacity, 'bytes')}",
+                                  f"{what}; see memory_footprint_bytes", True)
         else:  # the words of Engine.sweep's omitted rows
-            no = f"needs {units.fmt(weights, 'bytes')} ({what}) but {df.name} has {cap_text}"
-        yes = f"fits: {what} within {df.name}'s {cap_text}"
+            no = df.misfit_reason(f"needs {units.fmt(weights, 'bytes')}", what, False)
+        yes = df.fit_reason(what, weights, self.training)
         return {
             "efficiency": eff,
             "latency_ms": latency * 1e3,
@@ -144,9 +157,10 @@ class EnginePass:
             "overhead_dominated": t_overhead > roof,
             "mfu": mfu,
             "hfu": hfu,
-            "bandwidth_path": (feasible, tier_fit, "offload"),
+            "bandwidth_path": (feasible, tier_fit, tier_no),
             "peak_flops_per_s": peak,
-            "peak_slot": slot,
-            "peak_fell_back": fell_back,
             "bandwidth_bytes_per_s": bw,
+            "basis": BASIS,
+            "compute_slot": slot,
+            "fell_back": fell_back,
         }

@@ -44,7 +44,11 @@ def int_axis(name: str, values, default, minimum: int = 1) -> np.ndarray:
             hint = f"; pass {int(v)}" if isinstance(v, float) and v.is_integer() else ""
             raise SpecError(f"{name} must hold integers >= {minimum}, got {v!r} "
                             f"({type(v).__name__}){hint}")
-        arr = np.asarray(items, dtype=np.int64)
+        try:
+            arr = np.asarray(items, dtype=np.int64)
+        except OverflowError:
+            big = next(v for v in items if not -2**63 <= v < 2**63)
+            raise SpecError(f"{name} must hold integers below 2**63, got {big}") from None
     if arr.size == 0:
         arr = np.asarray(list(default), dtype=np.int64)
     if arr.ndim != 1:
