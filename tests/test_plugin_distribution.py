@@ -22,7 +22,8 @@ def installed(tmp_path_factory):
 
 def run(installed, *args, **env):
     environ = {**os.environ, "PYTHONPATH": str(installed), **env}
-    environ.pop("ROOFKIT_DISABLE_PLUGIN_AUTOLOAD", None) if "ROOFKIT_DISABLE_PLUGIN_AUTOLOAD" not in env else None
+    if "ROOFKIT_DISABLE_PLUGIN_AUTOLOAD" not in env:
+        environ.pop("ROOFKIT_DISABLE_PLUGIN_AUTOLOAD", None)
     code = ("import sys, roofkit.cli; sys.exit(roofkit.cli.main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           env=environ)

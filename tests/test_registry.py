@@ -136,7 +136,7 @@ def test_a_hook_returning_the_wrong_type_is_refused():
         return ["bf16"]
 
     mod.roofkit_register_precisions = roofkit_register_precisions
-    with pytest.raises(PluginError, match="expected roofkit.types.Precision"):
+    with pytest.raises(PluginError, match=r"expected roofkit\.types\.Precision"):
         make_registry(mod)
 
 

@@ -27,7 +27,7 @@ from .errors import Problem, SpecError, closest
 from .schema.common import FieldProblem
 from .schema.fields import meta_of
 
-if sys.version_info >= (3, 11):
+if sys.version_info >= (3, 11):  # noqa: UP036 - tomli stays declared for older Pythons
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib

@@ -65,8 +65,9 @@ def make_manager(plugins: Iterable[object] | None = None, entry_points: bool = T
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}. Hook names "
-                          "start with 'roofkit_register_'; see the plugin guide in README.md") from exc
+        raise PluginError(
+            f"plugin {exc.plugin!r} implements an unknown hook: {exc}. Hook names start with "
+            "'roofkit_register_'; see the plugin guide in README.md") from exc
     return pm
 
 
@@ -118,7 +119,8 @@ class Hooks:
         for plugin, item in self._collect("roofkit_register_spec_dirs"):
             path = Path(item)
             if not path.is_dir():
-                raise PluginError(f"plugin {plugin!r} registers spec dir {path}, which is not a folder")
+                raise PluginError(
+                    f"plugin {plugin!r} registers spec dir {path}, which is not a folder")
             out.append((plugin, path))
         return out
 

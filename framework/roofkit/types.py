@@ -26,7 +26,8 @@ class Precision:
     bits: float
     slot: str
     fallback: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = attrs.field(default=(), converter=lambda a: tuple(x.lower() for x in a))
+    aliases: tuple[str, ...] = attrs.field(
+        default=(), converter=lambda a: tuple(x.lower() for x in a))
     scale_bits: int = 0
     block_size: int = 0
     kind: str = "float"  # float | int

@@ -40,7 +40,8 @@ def table(rows: list[list], headers: list[str], align: str | None = None) -> str
     align = align or "l" * len(headers)
     lines = []
     for n, r in enumerate(cells):
-        parts = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)]
+        parts = [c.rjust(w) if a == "r" else c.ljust(w)
+                 for c, w, a in zip(r, widths, align, strict=True)]
         lines.append("  ".join(parts).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
