@@ -117,3 +117,27 @@ def _q(value, dim, path, sourcing, default):
 def _plain(value, path, sourcing, default):
     src, url = sourcing.source(path, value, default)
     return {"value": value, "unit": "", "text": f"{value:g}", "source": src, "source_url": url}
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: ``"1,8,64"`` → [1, 8, 64]."""
+    import argparse
+
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, got {text!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return out
+
+
+def name_list(text: str) -> list[str]:
+    """argparse type: ``"bf16,fp8"`` → ["bf16", "fp8"]."""
+    import argparse
+
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
+    return out

@@ -29,28 +29,6 @@ def _finite(obj):
     return obj
 
 
-def _int_list(text: str) -> list[int]:
-    import argparse
-
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected integers separated by commas, got {text!r}") from None
-    if not out:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return out
-
-
-def _name_list(text: str) -> list[str]:
-    import argparse
-
-    out = [x.strip() for x in text.split(",") if x.strip()]
-    if not out:
-        raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
-    return out
-
-
 def register(sub) -> None:
     p = sub.add_parser("solve", help="single-device roofline of a workload on a device",
                        description="T = max(F_batch/(eta*F_peak), W*(1+0.1*B)/BW) + T_dispatch "
@@ -82,8 +60,9 @@ def register(sub) -> None:
     p = sub.add_parser("sweep", help="inference profiles over devices x batch sizes x precisions")
     p.add_argument("workload", help="workload key, alias or TOML path")
     p.add_argument("devices", nargs="+", metavar="DEVICE")
-    p.add_argument("-b", "--batch-sizes", type=_int_list, default=[1], metavar="1,8,64")
-    p.add_argument("-p", "--precisions", type=_name_list, default=["fp16"], metavar="bf16,fp8")
+    p.add_argument("-b", "--batch-sizes", type=common.int_list, default=[1], metavar="1,8,64")
+    p.add_argument("-p", "--precisions", type=common.name_list, default=["fp16"],
+                   metavar="bf16,fp8")
     p.add_argument("-e", "--efficiency", type=float, default=0.5, metavar="EFF")
     p.add_argument("--include-infeasible", action="store_true",
                    help="also list configurations that do not fit, with the reason")

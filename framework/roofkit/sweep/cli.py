@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli.common import int_list
+
 #: the default of ``-p``: recognized by identity, so decode and prefill can use the
 #: workload's own formats when no precision was asked for
 ENGINE_DEFAULT_PRECISIONS = ["fp16"]
@@ -38,17 +40,6 @@ _LEFT = ("device", "precision", "compute_slot", "bottleneck", "feasible")
 TEXT_ROWS = 50
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected integers separated by commas, got {text!r}") from None
-    if not out:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return out
-
-
 def _pair(text: str) -> list[str]:
     cols = [x.strip() for x in text.split(",") if x.strip()]
     if len(cols) != 2:
@@ -66,9 +57,9 @@ def add_arguments(p) -> None:
     g.add_argument("--mode", choices=("engine", "decode", "prefill"), default=None,
                    help="engine: the Engine.solve equation (default); decode: the circuit's "
                         "decode step at a KV context; prefill: the prefill of a prompt")
-    g.add_argument("--context", type=_int_list, default=None, metavar="128,2048",
+    g.add_argument("--context", type=int_list, default=None, metavar="128,2048",
                    help="decode: KV context tokens; prefill: prompt tokens (default 2048)")
-    g.add_argument("--tp", type=_int_list, default=None, metavar="1",
+    g.add_argument("--tp", type=int_list, default=None, metavar="1",
                    help="tensor-parallel degrees (decode/prefill)")
     g.add_argument("--kv-dtype", default=None, metavar="D",
                    help="KV-cache format of decode/prefill (bf16, fp8...; default the "
