@@ -2,13 +2,11 @@
 
 import json
 
-from roofkit.cli import main
+from roofkit.testing import run_cli
 
 
 def run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_cli(capsys, *args)
 
 
 def test_decode_json_gives_rows_totals_and_basis(capsys):

@@ -3,12 +3,11 @@ import json
 import pytest
 
 from roofkit.cli import main
+from roofkit.testing import run_cli
 
 
 def run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_cli(capsys, *args)
 
 
 def test_devices_json_lists_the_catalogue_with_peaks_and_sources(capsys):

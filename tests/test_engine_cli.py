@@ -8,21 +8,15 @@ import json
 
 import pytest
 
-from roofkit.cli import main
-from roofkit.testing import write_spec
+from roofkit.testing import run_cli, write_spec
 
 SOLVE_KEYS = {"latency_ms", "latency_compute_ms", "latency_memory_ms", "latency_overhead_ms",
               "throughput_per_s", "energy_j", "memory_footprint_bytes", "bottleneck",
               "feasible", "mfu", "hfu", "trace", "basis"}
 
 
-def run(capsys, *argv):
-    try:
-        code = main(["--no-plugins", *argv])
-    except SystemExit as exc:  # argparse refusals
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+def run(capsys, *args):
+    return run_cli(capsys, *args, plugins=False)
 
 
 def test_solve_json_has_the_documented_keys(capsys):

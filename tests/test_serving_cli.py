@@ -6,14 +6,13 @@ import pytest
 
 import roofkit
 from roofkit.cli import main
+from roofkit.testing import run_cli
 
 KEYS = ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "fits", "basis")
 
 
 def run(capsys, *args):
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_cli(capsys, *args)
 
 
 def test_llama2_7b_on_a100_batch_1(capsys):

@@ -10,16 +10,11 @@ import json
 import pytest
 
 import roofkit
-from roofkit.cli import main
+from roofkit.testing import run_cli
 
 
-def run(capsys, *argv):
-    try:
-        code = main(["--no-plugins", *argv])
-    except SystemExit as exc:  # argparse refusals
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+def run(capsys, *args):
+    return run_cli(capsys, *args, plugins=False)
 
 
 def test_where_and_pareto_over_a_decode_grid(capsys):

@@ -20,3 +20,20 @@ def write_spec(root: str | Path, kind: str, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip())
     return path
+
+
+def run_cli(capsys, *args, plugins: bool = True):
+    """Run the ``roofkit`` command in-process: (exit code, stdout, stderr).
+
+    ``capsys`` is pytest's fixture; argparse refusals (SystemExit) come back as their code.
+    ``plugins=False`` adds ``--no-plugins`` (no entry-point plugins).
+    """
+    from .cli import main
+
+    argv = list(args) if plugins else ["--no-plugins", *args]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
