@@ -170,6 +170,28 @@ def test_fp8_activations_use_the_fp8_slot(reg):
     assert {r.node: r.slot for r in est.rows}["ffn.down"] == "fp8"
 
 
+def test_fp8_gemms_read_fp8_inputs_and_keep_a_16_bit_stream(reg):
+    # W8A8: the GEMM reads its input quantized (1 B) and writes its output to the 16-bit
+    # stream; ffn.down of Llama-3.1-8B is k = 14336 -> n = 4096, 32 layers, 4 rows
+    est = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=100, precision="fp8",
+                         registry=reg)
+    assert est.settings["activations"] == "fp8" and est.settings["stream"] == "bf16"
+    rows = {r.node: r for r in est.rows}
+    assert rows["ffn.down"].act_bytes == 32 * 4 * (14336 * 1 + 4096 * 2)
+    # the all-reduce message is the stream: 4 rows x 4096 x 2 B, whatever the GEMM format
+    tp = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=100, precision="fp8", tp=2,
+                        registry=reg)
+    ar = {r.node: r for r in tp.rows}["ffn.all_reduce"]
+    assert ar.link_bytes == 32 * 2 * (2 - 1) / 2 * 4 * 4096 * 2
+    # a stream format given by the caller wins: an FP8 stream halves the output bytes
+    f8 = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=100, precision="fp8",
+                        formats={"stream": "fp8"}, registry=reg)
+    assert {r.node: r for r in f8.rows}["ffn.down"].act_bytes == 32 * 4 * (14336 + 4096)
+    # a 16-bit run keeps one format for both
+    bf = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=100, registry=reg)
+    assert {r.node: r for r in bf.rows}["ffn.down"].act_bytes == 32 * 4 * (14336 + 4096) * 2
+
+
 def test_weight_only_quantization_computes_at_bf16(reg):
     est = roofkit.decode("llama-3.1-8b", "h100", precision="int4",
                          formats={"activations": "bf16"}, registry=reg)

@@ -207,6 +207,7 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
     shown = {"precision": getattr(precision, "name", precision),
              "kv_cache_dtype": model.formats.kv.name,
              "activations": model.formats.activation.name,
+             "stream": model.formats.stream.name,
              **{k: v for k, v in settings.items()}}
     mem = device.memory
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,

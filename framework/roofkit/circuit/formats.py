@@ -10,6 +10,13 @@ For a weight role ``r`` (``attention``, ``mlp``, ``experts``, ``embedding``...) 
 4. the call's ``precision=``;
 5. the workload's ``formats.default``; then ``bf16``.
 
+``activations`` is the format a matrix op reads its activation operand in (W8A8 FP8 reads
+FP8). The *stream* is the format activations are kept in between kernels: the residual
+stream, matrix outputs, norms, the all-reduce message. Engines that quantize activations for
+their GEMMs (FP8, INT8, FP4) quantize at the GEMM input and keep the stream in 16 bits, so:
+``formats["stream"]`` (call, then workload) > the activations format when it has 16 bits or
+more > ``bf16``.
+
 The KV cache: ``kv_cache_dtype=`` > ``formats["kv"]`` (call, then workload) > ``bf16``.
 The GatedDeltaNet recurrent state: ``ssm_h_dtype=`` > ``formats["state"]`` > ``f32``, one of
 the reference's ``f32`` (4 B), ``f16``, ``f16-pool``, ``bf16`` (2 B) (or their aliases
@@ -30,7 +37,7 @@ import attrs
 from ..errors import SpecError
 from ..types import Precision
 
-SPECIAL_ROLES = ("default", "activations", "kv", "state")
+SPECIAL_ROLES = ("default", "activations", "stream", "kv", "state")
 
 #: The recurrent-state element formats the reference accepts (``ssm_h_dtype``), by the
 #: precision they resolve to: f32 (4 B), f16 and bf16 (2 B). ``f16-pool`` (an f16 state
@@ -49,6 +56,7 @@ class Formats:
     activation: Precision
     kv: Precision
     state: Precision
+    stream: Precision
     origin: Mapping[str, str] = attrs.field(factory=dict)  # role -> where its format came from
     state_name: str = ""  # the state format as asked for ("f16-pool"); default state.name
 
@@ -61,7 +69,7 @@ class Formats:
 
     def key(self) -> tuple:
         return (tuple(sorted((k, v.name) for k, v in self.table.items())), self.fallback.name,
-                self.activation.name, self.kv.name, self.state.name)
+                self.activation.name, self.kv.name, self.state.name, self.stream.name)
 
 
 def resolve_formats(registry, template, workload, *, precision=None, formats=None,
@@ -106,6 +114,16 @@ def resolve_formats(registry, template, workload, *, precision=None, formats=Non
             "workload formats"
     else:
         act, origin["activations"] = fallback, default_src
+    if "stream" in formats:
+        stream, origin["stream"] = prec(formats["stream"], "formats=stream"), "formats="
+    elif "stream" in ckpt:
+        stream, origin["stream"] = prec(ckpt["stream"], "workload formats.stream"), \
+            "workload formats"
+    elif act.bits_per_element >= 16:
+        stream, origin["stream"] = act, origin["activations"]
+    else:
+        stream, origin["stream"] = prec("bf16", "stream default"), \
+            f"16-bit stream beside {act.name} GEMM inputs"
     if kv_cache_dtype is not None:
         kv, origin["kv"] = prec(kv_cache_dtype, "kv_cache_dtype"), "kv_cache_dtype="
     elif "kv" in formats:
@@ -133,7 +151,7 @@ def resolve_formats(registry, template, workload, *, precision=None, formats=Non
     else:
         (st, st_name), origin["state"] = state("fp32", "state default"), "roofkit default"
     return Formats(table=table, fallback=fallback, activation=act, kv=kv, state=st,
-                   origin=origin, state_name=st_name)
+                   stream=stream, origin=origin, state_name=st_name)
 
 
 def check_roles(formats: Mapping[str, object], roles, template: str) -> None:
@@ -150,8 +168,8 @@ def check_roles(formats: Mapping[str, object], roles, template: str) -> None:
         raise UnknownNameError(
             "format role", role, (),
             hint=f"{hint}Weight roles of template {template!r}: {', '.join(known)}; and "
-                 f"{', '.join(SPECIAL_ROLES)} (the fallback, activation, KV-cache and "
-                 "recurrent-state formats).")
+                 f"{', '.join(SPECIAL_ROLES)} (the fallback, GEMM-input activation, stream, "
+                 "KV-cache and recurrent-state formats).")
 
 
 def operand_precision(weight: Precision | None, other: Precision) -> Precision:

@@ -152,10 +152,13 @@ def _zero_dims(env) -> str:
 
 
 def element_sizes(formats: Formats, node: Node) -> dict[str, float]:
-    """``w_bytes`` (the node's weight format), ``a_bytes``, ``kv_bytes``, ``state_bytes``."""
+    """``w_bytes`` (the node's weight format), ``a_bytes`` (the stream: activations between
+    kernels), ``g_bytes`` (a matrix op's activation operand, the ``activations`` format),
+    ``kv_bytes``, ``state_bytes``."""
     w = formats.weight(node.role).bytes_per_element if node.format else 0.0
     return {"w_bytes": w,
-            "a_bytes": formats.activation.bytes_per_element,
+            "a_bytes": formats.stream.bytes_per_element,
+            "g_bytes": formats.activation.bytes_per_element,
             "kv_bytes": formats.kv.bytes_per_element,
             "state_bytes": formats.state.bytes_per_element}
 
@@ -235,7 +238,7 @@ def _origin(registry, w):
 
 def rule_cost(registry, op: str, dims: Mapping[str, float], *, mode: str = "decode",
               rows=1.0, context=0.0, seqs=None, w_bytes=2.0, a_bytes=2.0, kv_bytes=2.0,
-              state_bytes=4.0) -> dict[str, float]:
+              state_bytes=4.0, g_bytes=None) -> dict[str, float]:
     """One node instance of ``op`` costed by its rule: {flops, weight_bytes, ..., params,
     kv_per_token, state_per_seq}. For tests, docs and plugin authors."""
     registry = resolve_registry(registry)
@@ -244,7 +247,8 @@ def rule_cost(registry, op: str, dims: Mapping[str, float], *, mode: str = "deco
     if rule is None:
         raise UnknownNameError("op-cost rule", op, rules)
     env = {**rule.defaults, **{k: float(v) for k, v in dims.items()}, "w_bytes": w_bytes,
-           "a_bytes": a_bytes, "kv_bytes": kv_bytes, "state_bytes": state_bytes}
+           "a_bytes": a_bytes, "g_bytes": a_bytes if g_bytes is None else g_bytes,
+           "kv_bytes": kv_bytes, "state_bytes": state_bytes}
     trees = node_trees(rule, mode, env)
     fn = _expr.compile_function(RUNTIME, trees)
     values = fn(rows, context, rows if seqs is None else seqs)

@@ -25,7 +25,7 @@ Expression = Any
 SECTIONS = ("embed", "main", "head", "draft")
 #: Names every op rule may read besides its op kind's params.
 RUNTIME_NAMES = ("rows", "context", "seqs")
-SIZE_NAMES = ("w_bytes", "a_bytes", "kv_bytes", "state_bytes")
+SIZE_NAMES = ("w_bytes", "a_bytes", "g_bytes", "kv_bytes", "state_bytes")
 #: The byte terms of a mode: memory traffic, each an expression ("0" when absent).
 BYTE_FIELDS = ("weight_bytes", "act_bytes", "kv_read", "kv_write", "state_read", "state_write")
 #: The cost fields of a mode, in the order a compiled node function returns them: FLOPs, the

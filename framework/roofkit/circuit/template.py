@@ -280,7 +280,7 @@ def lower(workload, template: CircuitTemplate, rules, kinds, formats, tp: int = 
         groups.setdefault(lp, []).append(i)
     blocks = tuple(Block(lp, len(ix), tuple(ix)) for lp, ix in groups.items())
 
-    edges = {name: Edge(name, _value(v, env, f"edges.{name}"), formats.activation.name)
+    edges = {name: Edge(name, _value(v, env, f"edges.{name}"), formats.stream.name)
              for name, v in template.edges.items()}
 
     def make(spec, section, part_name, count, scope, node_id):

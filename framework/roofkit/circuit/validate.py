@@ -19,7 +19,7 @@ from .spec import COST_FIELDS, MEMORY_FIELDS, _table
 from .template import TemplateError, UndefinedNameError, dim_problems, lower, merged
 
 #: element sizes and run-time names the check evaluates a rule at
-_PROBE = {"w_bytes": 2.0, "a_bytes": 2.0, "kv_bytes": 2.0, "state_bytes": 4.0,
+_PROBE = {"w_bytes": 2.0, "a_bytes": 2.0, "g_bytes": 2.0, "kv_bytes": 2.0, "state_bytes": 4.0,
           "rows": 1.0, "context": 1.0, "seqs": 1.0}
 
 
@@ -30,7 +30,7 @@ class _Fmt:
 class _ProbeFormats:
     """What :func:`~.template.lower` reads of the resolved formats, for a check."""
 
-    activation = kv = state = fallback = _Fmt()
+    activation = stream = kv = state = fallback = _Fmt()
     state_label = "fp32"
 
     def weight(self, role):
