@@ -37,6 +37,24 @@ def test_an_engine_runs_the_fastest_algorithm_at_each_size():
         assert ar.all_reduce(size, 8) == min(small.time(size, 8), big.time(size, 8))
 
 
+def test_a_measurement_at_another_group_size_keeps_its_bandwidth_and_latency():
+    # NCCL measured over 8 devices (14 ring steps), used over 2 (2 steps): the same bus
+    # bandwidth and the same total small-message latency, 14 x 1 us = 2 x 7 us
+    nccl8 = Ring(alpha=1e-6, beta=400e9, name="nccl")
+    cal = LinkModel({"nccl": {8: nccl8}}, "calibrated")
+    (ring,) = cal.rings(2)
+    assert ring.beta == 400e9 and ring.alpha == pytest.approx(7e-6)
+    assert cal.all_reduce(1e6, 2) == pytest.approx(2 * 7e-6 + 1e6 / 400e9)
+    # its own size is used as measured; the nearest size wins, the larger on a tie
+    assert cal.rings(8) == (nccl8,)
+    both = LinkModel({"nccl": {4: Ring(3e-6, 360e9), 8: nccl8}}, "calibrated")
+    assert both.rings(6)[0].alpha == pytest.approx(1e-6 * 7 / 5)
+    assert both.rings(2)[0].alpha == pytest.approx(3e-6 * 3 / 1)
+    # the datasheet ring is the reference's: latency per step at every group size
+    sheet = LinkModel({"datasheet": {2: Ring(2e-6, 450e9)}}, "datasheet")
+    assert sheet.all_reduce(1e6, 8) == pytest.approx(14 * 2e-6 + 1.75 * 1e6 / 450e9)
+
+
 def test_two_all_reduces_per_layer_over_the_device_interconnect(reg):
     B = 4
     est = serve("toy-lm", "toy-gpu", batch=B, input_len=16, output_len=3, tp=2,
