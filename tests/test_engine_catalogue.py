@@ -12,11 +12,14 @@ pytest.importorskip("roofkit.circuit.stats")
 
 # Published counts: Llama 3.1 8B model card (8.03 B); Mixtral of Experts, Jiang et al. 2024,
 # arXiv:2401.04088 (46.7 B total, 12.9 B active); Qwen3-30B-A3B model card (30.5 B total,
-# 3.3 B activated).
+# 3.3 B activated); GPT-J-6B model card table (n_parameters 6,053,381,344); Falcon-180B model
+# card ("a 180B parameters causal decoder-only model").
 PUBLISHED = {
     "llama-3.1-8b": (8.03e9, None),
     "mixtral-8x7b": (46.7e9, 12.9e9),
     "qwen3-30b-a3b": (30.5e9, None),
+    "gpt-j-6b": (6_053_381_344, None),
+    "falcon-180b": (180e9, None),
 }
 
 

@@ -31,7 +31,10 @@ def register(sub) -> None:
 
     p = sub.add_parser("validate", help="predict every published measurement of "
                        "specs/validation on both bases and report the errors")
-    p.add_argument("--json", action="store_true")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--markdown", action="store_true",
+                     help="the tables and summary as Markdown (for docs and reports)")
     p.set_defaults(func=cmd_validate)
 
 
@@ -90,6 +93,38 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.replace("|", "/").split())
+    cut = text.find(". ")
+    return text if cut < 0 else text[:cut + 1]
+
+
+def _markdown(report) -> str:
+    """The validation report as Markdown: the scored cases, the summary, the rest."""
+    from ..serving.validation import OTHER, SCORED
+
+    def row(c, *extra):
+        cells = [f"`{c.name}`", c.metric, c.config, _num(c.measured),
+                 _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")), *extra]
+        return "| " + " | ".join(cells) + " |"
+
+    head = "| case | metric | config | measured | datasheet | error | calibrated | error |"
+    rule = "|---|---|---|---:|---:|---:|---:|---:|"
+    scored = [c for c in report.cases if c.group == SCORED]
+    lines = [f"Scored: {len(scored)} {SCORED} cases.", "", head, rule]
+    lines += [row(c) for c in scored]
+    lines += ["", "| basis | median abs error | max abs error |", "|---|---:|---:|"]
+    for basis in ("datasheet", "calibrated"):
+        lines.append(f"| {basis} | {_pct(report.median(basis))} | {_pct(report.max(basis))} |")
+    other = [c for c in report.cases if c.group == OTHER]
+    if other:
+        lines += ["", f"Listed, not scored: {len(other)} cases.", "",
+                  head[:-1] + " why not scored |", rule + "---|"]
+        lines += [row(c, _first_sentence(c.reason)) for c in other]
+    return "\n".join(lines)
+
+
 def cmd_validate(args) -> int:
     from ..serving.validation import OTHER, SCORED, run
 
@@ -97,6 +132,9 @@ def cmd_validate(args) -> int:
     report = run(registry=reg)
     if args.json:
         common.print_json(report.to_dict())
+        return 0
+    if args.markdown:
+        print(_markdown(report))
         return 0
     headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
     for group in (SCORED, OTHER):

@@ -89,7 +89,9 @@ class CaseConfig:
 class ValidationCase:
     """One published measurement to predict. ``not_predicted`` gives the reason when the
     estimator does not predict it (a training step, lengths that vary per sample…); such a
-    case is listed, never scored."""
+    case is listed, never scored. ``superseded_by`` names the case holding the same
+    publisher's later measurement of the same configuration with a later version of the
+    same engine: this one is still predicted and listed, and only the later one is scored."""
 
     name: str = attrs.field(validator=check_key)
     kind: Kind
@@ -101,6 +103,7 @@ class ValidationCase:
     source: CaseSource
     workload_note: str = ""
     not_predicted: str = ""
+    superseded_by: str = ""
 
     @property
     def nodes(self) -> int:

@@ -4,7 +4,12 @@ For every case the estimator runs the configuration the publisher ran and reads 
 metric; the signed error is ``(predicted - measured) / measured`` (positive: the prediction
 is larger, i.e. slower for a time and faster for a throughput). The summary gives, per basis,
 the median and the maximum absolute error over the scored cases (single-node inference);
-cases the estimator does not predict are listed with their reason, never scored.
+cases the estimator does not predict are listed with their reason, never scored. A case
+superseded by the same publisher's later measurement of the same configuration (a later
+engine version) is predicted and listed beside it; only the later one is scored, because the
+calibrated basis rests on current kernels and libraries. A case on a device without a
+calibration file is predicted and listed too, but not scored: its calibrated basis is its
+datasheet.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import statistics
 import attrs
 
 from ..circuit.roofline import BASES
-from ..errors import RoofkitError
+from ..errors import RoofkitError, SpecError
 from .estimate import configure, estimate, max_load
 
 SCORED = "single-node inference"
@@ -144,6 +149,16 @@ def _kernel_ms(case, basis: str, registry) -> float:
     return float(r.time) / r.count * 1e3
 
 
+def _calibrated(device: str, registry) -> bool:
+    """Whether ``device`` has measured constants behind its calibrated basis."""
+    from ..circuit.roofline import device_roofline
+
+    try:
+        return device_roofline(registry.device(device), "calibrated", registry).measured
+    except LookupError:
+        return True  # the prediction reports the unknown name
+
+
 def run(registry=None, cases=None) -> Report:
     """Predict ``cases`` (default: the whole validation catalogue) on every basis."""
     from ..registry import resolve
@@ -151,6 +166,7 @@ def run(registry=None, cases=None) -> Report:
     reg = resolve(registry)
     if cases is None:
         cases = list(reg.catalogues["validation"].values())
+    by_name = {c.name: c for c in cases}
     out = []
     for case in sorted(cases, key=lambda c: (c.kind, c.name)):
         group, reason, predicted = SCORED, "", {}
@@ -158,6 +174,19 @@ def run(registry=None, cases=None) -> Report:
             group, reason = OTHER, case.not_predicted
         elif case.nodes > 1:
             group, reason = OTHER, "multi-node"
+        elif case.superseded_by:
+            later = by_name.get(case.superseded_by)
+            if later is None:
+                raise SpecError(f"validation case {case.name!r}: superseded_by names "
+                                f"{case.superseded_by!r}, which is not a validation case; "
+                                "name the case that holds the later measurement")
+            group = OTHER
+            reason = (f"superseded by {later.name} ({later.value:g}): the same configuration "
+                      f"measured by the same publisher with {later.config.engine}")
+        elif not _calibrated(case.device, reg):
+            group = OTHER
+            reason = (f"{case.device} has no calibration in specs/calibration, so its "
+                      "calibrated basis is its datasheet: listed, not scored")
         if not case.not_predicted:
             for basis in BASES:
                 try:
