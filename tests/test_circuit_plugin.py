@@ -69,3 +69,24 @@ def test_without_the_plugin_its_specs_are_unknown():
     assert "dense-fused" not in bare.circuits
     with pytest.raises(roofkit.UnknownNameError):
         bare.cost_model("pessimist")
+
+
+def test_results_record_the_plugin_set_that_produced_them(reg):
+    # STYLE 12: every result says which plugins its registry was built from
+    plugin = next(p for p in reg.plugin_set if "FusedNormPlugin" in p)
+    builtin = "roofkit_builtins.cost_models (roofkit "
+    results = [
+        roofkit.decode("llama-3.1-8b", "h100", registry=reg).to_dict(),
+        roofkit.prefill("llama-3.1-8b", "h100", tokens=64, registry=reg).to_dict(),
+        roofkit.Engine.solve("llama-3.1-8b", "h100", batch_size=2, registry=reg).to_dict(),
+        roofkit.serve("llama-3.1-8b", "h100", output_len=4, registry=reg).to_dict(),
+        roofkit.sweep("llama-3.1-8b", ["h100"], batch_sizes=[1, 2], registry=reg).meta,
+        roofkit.sweep("llama-3.1-8b", ["h100"], batch_sizes=[1, 2], mode="decode",
+                      contexts=[128], registry=reg).meta,
+    ]
+    for d in results:
+        assert plugin in d["plugins"]
+        assert any(p.startswith(builtin) for p in d["plugins"])
+    plain = roofkit.build_registry(entry_points=False)
+    assert not any("FusedNormPlugin" in p
+                   for p in roofkit.decode("llama-3.1-8b", "h100", registry=plain).plugins)

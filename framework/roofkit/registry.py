@@ -141,6 +141,13 @@ class Registry:
         known = [k for f in folders for k in self.catalogues[f]]
         raise UnknownNameError("spec", name, known)
 
+    @property
+    def plugin_set(self) -> tuple[str, ...]:
+        """The plugins this registry was built from, ``"module (distribution version)"``:
+        results record it, so a number can be traced to the code that produced it."""
+        return self.memo("roofkit.plugin_set", lambda: tuple(
+            f"{i.name} ({i.distribution} {i.version})" for i in self.plugins))
+
     def memo(self, key, make):
         """Per-registry cache of derived objects (lowered circuits, resolved tables)."""
         try:

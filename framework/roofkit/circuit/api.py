@@ -184,7 +184,7 @@ def _as_count(name, v, low):
 
 
 def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tokens, settings,
-              precision, mem_seqs, mem_context):
+              precision, mem_seqs, mem_context, plugins=()):
     out = plan.run(rows, context, seqs, head_rows)
     total = 0.0
     for o in out:
@@ -217,7 +217,7 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
                     tp=model.tp, footprint=fp, memory_seqs=mem_seqs,
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,
-                    usable_fraction=mem.usable_fraction)
+                    usable_fraction=mem.usable_fraction, plugins=tuple(plugins))
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,
@@ -236,7 +236,7 @@ def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dty
     b = _as_count("batch", batch, 1)
     c = _as_count("context", context, 0)
     return _estimate(plan, fp, d, "decode", b, c, b, None, batch, 0, settings, precision,
-                     b, c)
+                     b, c, reg.plugin_set)
 
 
 def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtype=None,
@@ -262,7 +262,7 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
     half = np.maximum(t // 2, 1) if isinstance(t, np.ndarray) else max(t // 2, 1.0)
     shown = {**settings, "head": bool(head)}
     return _estimate(plan, fp, d, "prefill", s * t, half, s, s if head else None, seqs, tokens,
-                     shown, precision, s, t)
+                     shown, precision, s, t, reg.plugin_set)
 
 
 def footprint(workload, device=None, precision=None, kv_cache_dtype=None, registry=None,

@@ -110,6 +110,7 @@ class Estimate:
     usable_memory: float = 0.0  # one device's capacity * usable_fraction, B
     capacity: float = 0.0
     usable_fraction: float = 1.0
+    plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
 
     @property
     def memory_required(self):
@@ -242,6 +243,7 @@ class Estimate:
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),
             "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
+            "plugins": list(self.plugins),
         }
 
 

@@ -103,7 +103,7 @@ def solve_with_cost_model(cache, wf, df, prec, cost_model, batch, eff, raise_err
         t_overhead > max(t_compute, t_memory), df.bandwidth, "memory", peak, slot, fell_back,
         flops, flops, float(est.bytes), fit.footprint.weights, wf, df, prec,
         (batch, name, eff, training, seq_len, zero, dp, lora, recompute, raise_errors), None,
-        route=(tuple(trace), basis, sample))
+        route=(tuple(trace), basis, sample), plugins=cache.plugins)
 
 
 def _is_decoder(reg, wf) -> bool:

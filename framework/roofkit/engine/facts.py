@@ -226,6 +226,7 @@ class EngineCache:
 
     def __init__(self, registry: Registry):
         self.registry = registry
+        self.plugins = registry.plugin_set  # recorded in every profile
         self.workloads: dict = {}   # str | Path -> WorkloadFacts
         self.devices: dict = {}     # str | Path -> DeviceFacts
         self.by_id: dict = {}       # id(spec) -> facts (spec kept alive by the facts)

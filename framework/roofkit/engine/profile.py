@@ -38,6 +38,7 @@ class PerformanceProfile:
         "_ops_model",
         "_parts",
         "_peak",
+        "_plugins",
         "_prec",
         "_q",
         "_route",
@@ -60,7 +61,8 @@ class PerformanceProfile:
 
     def __init__(self, t, tc, tm, to, thr, energy, footprint, mfu, hfu, bottleneck, feasible,
                  overhead_dominated, bw, tier, peak, slot, fell_back, ops_model, ops_hw,
-                 traffic, weights, wf, df, prec, inputs, parts, route=None):
+                 traffic, weights, wf, df, prec, inputs, parts, route=None, plugins=()):
+        self._plugins = plugins
         self._t = t
         self._tc = tc
         self._tm = tm
@@ -393,6 +395,11 @@ class PerformanceProfile:
         return "; ".join(parts)
 
     # -- output ----------------------------------------------------------------------------
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """The plugin set of the registry that produced this profile."""
+        return tuple(self._plugins)
+
     def to_dict(self) -> dict:
         """Plain floats with unit-suffixed keys (JSON-ready)."""
         return {
@@ -417,6 +424,7 @@ class PerformanceProfile:
             "inputs": self.inputs,
             "trace": self.trace,
             "basis": self.basis,
+            "plugins": list(self._plugins),
         }
 
     def summary(self) -> str:

@@ -81,11 +81,11 @@ def solve(model, hardware, batch_size=1, precision="fp16", efficiency=0.5, raise
                                      is_lora, activation_recomputation)
 
     return _roofline(wf, df, prec, batch_size, efficiency, raise_errors, is_training, seq_len,
-                     zero_stage, dp_size, is_lora, activation_recomputation)
+                     zero_stage, dp_size, is_lora, activation_recomputation, cache.plugins)
 
 
 def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, dp, lora,
-              recompute):
+              recompute, plugins=()):
     """The reference equation on resolved facts (validated arguments)."""
     peak, slot, fell_back = df._peak_of.get(prec.name) or df.peak(prec)
     weights = wf.params * prec.bytes_per_element
@@ -144,4 +144,4 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
         "Memory" if t_memory > t_compute else "Compute", feasible, t_overhead > roof,
         bw, tier, peak, slot, fell_back, ops_model, ops_hw, traffic, weights, wf, df, prec,
         (batch, prec.name, eff, training, seq_len, zero, dp, lora, recompute, raise_errors),
-        parts)
+        parts, plugins=plugins)

@@ -51,6 +51,7 @@ def sweep(model, hardware_list, batch_sizes=None, precisions=None, efficiency=0.
     if isinstance(hardware_list, str):
         hardware_list = [hardware_list]
     cache = cache_for(registry)
+    plugins = cache.plugins
     wf = cache.workload(model)
     precs = [(name, cache.precision(name)) for name in names]
     devices = [cache.device(h) for h in hardware_list]
@@ -60,7 +61,8 @@ def sweep(model, hardware_list, batch_sizes=None, precisions=None, efficiency=0.
         hw = df.name
         for b in batches:
             for name, prec in precs:
-                profile = _roofline(wf, df, prec, b, eff, False, False, 2048, 0, 1, False, False)
+                profile = _roofline(wf, df, prec, b, eff, False, False, 2048, 0, 1, False, False,
+                                    plugins)
                 if profile.feasible:
                     append({"hardware": hw, "batch_size": b, "precision": name,
                             "profile": profile})

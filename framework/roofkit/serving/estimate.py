@@ -67,6 +67,7 @@ class ServingEstimate:
     decode_breakdown: tuple = ()
     launches_source: str = ""
     prefill_device: float = 0.0
+    plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
 
     # -- headline numbers -----------------------------------------------------------------
     @property
@@ -164,6 +165,7 @@ class ServingEstimate:
             "decode_breakdown": list(self.decode_breakdown),
             "basis": self.basis, "basis_detail": self.basis_detail,
             "provenance": dict(self.provenance), "notes": list(self.notes),
+            "plugins": list(self.plugins),
         }
 
 
@@ -288,7 +290,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         cost_model=pre.cost_model, notes=tuple(notes), decode_breakdown=breakdown,
         launches_source=f"kernels counted from the circuit plan ({launches} node instances "
         f"per step{', collectives included' if tp > 1 else ''})",
-        prefill_device=float(pre.time))
+        prefill_device=float(pre.time), plugins=pre.plugins)
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "

@@ -58,6 +58,7 @@ class Report:
     """Every case, and per basis the median and maximum absolute error of the scored ones."""
 
     cases: tuple[CaseResult, ...]
+    plugins: tuple[str, ...] = ()  # the registry's plugin set that produced the predictions
 
     def scored(self) -> list[CaseResult]:
         return [c for c in self.cases if c.group == SCORED]
@@ -85,7 +86,8 @@ class Report:
         return out
 
     def to_dict(self) -> dict:
-        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary()}
+        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
+                "plugins": list(self.plugins)}
 
 
 def _describe(case) -> str:
@@ -196,4 +198,4 @@ def run(registry=None, cases=None) -> Report:
                     group, reason = OTHER, f"not predicted: {exc}"
         out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
                               case.value, predicted, group, reason, _describe(case)))
-    return Report(tuple(out))
+    return Report(tuple(out), reg.plugin_set)

@@ -111,7 +111,7 @@ class CircuitPass:
         extra = {"head": self.head} if self.mode == "prefill" else {}
         return {"mode": self.mode, "workload": self.wname, "kv_cache_dtype": self.kv,
                 "cost_model": self.cost_model, **self.settings, **extra,
-                "sample": "token"}
+                "sample": "token", "plugins": list(self.reg.plugin_set)}
 
     def _footprint(self, d: int, p: int, tp: int):
         from ..circuit import api

@@ -54,6 +54,7 @@ class EnginePass:
 
     def __init__(self, grid, registry):
         cache = cache_for(registry)
+        self.plugins = cache.plugins
         s = grid.settings
         self.training = s["training"]
         self.eff = s["efficiency"]
@@ -74,7 +75,8 @@ class EnginePass:
                 "training": self.training, "zero_stage": self.zero, "dp_size": self.dp,
                 "lora": self.lora, "recompute": self.recompute,
                 "sample": ("token" if self.wf.per_token and not self.training else
-                           "sequence" if self.wf.per_token else self.wf.sample)}
+                           "sequence" if self.wf.per_token else self.wf.sample),
+                "plugins": list(self.plugins)}
 
     def labels(self, d: int, p: int) -> dict:
         return {"workload": self.wf.name, "device": self.devices[d].name,
