@@ -111,6 +111,25 @@ class Estimate:
     capacity: float = 0.0
     usable_fraction: float = 1.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
+    tdp: float = 0.0  # one device's board power, W (0: the spec declares none)
+    peak: float = 0.0  # datasheet peak of the slot doing most of the step's FLOPs, FLOP/s
+
+    @property
+    def utilization(self):
+        """Hardware FLOPs utilization of one device, ``min(flops / (time * peak), 1)``
+        against the datasheet peak of the step's main matrix slot (0 without one)."""
+        if not self.peak > 0:
+            return 0.0 * self.time
+        return np.minimum(self.flops / (self.time * self.peak), 1.0)
+
+    @property
+    def energy(self):
+        """Energy of one device over the step, J: the Engine's power model,
+        ``E = TDP * (0.30 + 0.70 * utilization) * time`` (0 when the spec has no TDP)."""
+        from ..engine.calibration import ENERGY_DYNAMIC_FRACTION, ENERGY_IDLE_FRACTION
+
+        return self.tdp * (ENERGY_IDLE_FRACTION + ENERGY_DYNAMIC_FRACTION *
+                           self.utilization) * self.time
 
     @property
     def memory_required(self):
@@ -239,6 +258,8 @@ class Estimate:
                        "compute_time_s": _plain(self.compute_time),
                        "link_time_s": _plain(self.link_time),
                        "kernels": self.kernels,
+                       "utilization": _plain(self.utilization),
+                       "energy_j": _plain(self.energy),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),

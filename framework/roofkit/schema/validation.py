@@ -91,7 +91,9 @@ class ValidationCase:
     estimator does not predict it (a training step, lengths that vary per sample…); such a
     case is listed, never scored. ``superseded_by`` names the case holding the same
     publisher's later measurement of the same configuration with a later version of the
-    same engine: this one is still predicted and listed, and only the later one is scored."""
+    same engine: this one is still predicted and listed, and only the later one is scored.
+    ``unscored`` gives the reason a case is predicted and listed but not scored: the run
+    depends on something the estimate does not model and the source leaves open."""
 
     name: str = attrs.field(validator=check_key)
     kind: Kind
@@ -104,6 +106,7 @@ class ValidationCase:
     workload_note: str = ""
     not_predicted: str = ""
     superseded_by: str = ""
+    unscored: str = ""
 
     @property
     def nodes(self) -> int:

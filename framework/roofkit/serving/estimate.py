@@ -10,6 +10,11 @@ transformer layer on the device's link). What serving adds is the request-level 
     ITL_j  = decode(B rows, context I + j) + host(decode step),   j = 1 .. O-1
     e2e    = TTFT + sum_j ITL_j          (summed as the KV read grows, not ITL_1 * (O - 1))
     output tokens/s = B * O / e2e
+    energy = tp * (E(prefill) + sum_j E(decode_j) + TDP * 0.30 * host time)
+
+where ``E`` of a device step is the Engine's power model,
+``TDP * (0.30 + 0.70 * utilization) * time``, and the host time of every step (the device
+waiting for the next launch) is counted at the idle fraction.
 
 where ``host`` is the host-dispatch arithmetic of :mod:`.overhead` over the plan's kernel
 count, and the ``O - 1`` decode steps are one vectorized circuit call over their contexts.
@@ -68,6 +73,7 @@ class ServingEstimate:
     launches_source: str = ""
     prefill_device: float = 0.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
+    energy: float = 0.0  # J, all tp devices over the batch's requests
 
     # -- headline numbers -----------------------------------------------------------------
     @property
@@ -82,6 +88,11 @@ class ServingEstimate:
     @property
     def e2e_ms(self) -> float:
         return self.e2e * 1e3
+
+    @property
+    def energy_per_output_token(self) -> float:
+        """J per generated token, all devices: energy / (B * O)."""
+        return self.energy / (self.batch * self.output_len)
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -143,6 +154,8 @@ class ServingEstimate:
             "itl_last_ms": float(itl[-1]) if len(itl) else None,
             "e2e_ms": self.e2e_ms, "output_tokens_per_s": self.output_tokens_per_s,
             "output_tokens_per_s_per_device": self.output_tokens_per_s / self.tp,
+            "energy_j": self.energy,
+            "energy_per_output_token_j": self.energy_per_output_token,
             "fits": self.fits,
             "max_batch": self.max_batch(),
             "memory": {
@@ -268,11 +281,17 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     ctx = input_len + np.arange(1, output_len, dtype=float)
     itl = np.zeros(0)
     breakdown = ()
+    energy = float(pre.energy)
     if len(ctx):
         dec = _circuit.decode(w, d, batch=batch, context=ctx, **s.circuit)
         itl = np.broadcast_to(np.asarray(dec.time, dtype=float) + dec_host.host_time,
                               ctx.shape).copy()
         breakdown = tuple(_breakdown(dec))
+        energy += float(np.sum(np.broadcast_to(dec.energy, ctx.shape)))
+    from ..engine.calibration import ENERGY_IDLE_FRACTION
+
+    host_time = pre_host.host_time + dec_host.host_time * len(ctx)
+    energy = tp * (energy + pre.tdp * ENERGY_IDLE_FRACTION * host_time)
     if engine is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
@@ -290,7 +309,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         cost_model=pre.cost_model, notes=tuple(notes), decode_breakdown=breakdown,
         launches_source=f"kernels counted from the circuit plan ({launches} node instances "
         f"per step{', collectives included' if tp > 1 else ''})",
-        prefill_device=float(pre.time), plugins=pre.plugins)
+        prefill_device=float(pre.time), plugins=pre.plugins, energy=energy)
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "

@@ -7,7 +7,9 @@ the median and the maximum absolute error over the scored cases (single-node inf
 cases the estimator does not predict are listed with their reason, never scored. A case
 superseded by the same publisher's later measurement of the same configuration (a later
 engine version) is predicted and listed beside it; only the later one is scored, because the
-calibrated basis rests on current kernels and libraries. A case on a device without a
+calibrated basis rests on current kernels and libraries. A case marked ``unscored`` (the run
+depends on something the estimate does not model and the source leaves open) is predicted
+and listed too. A case on a device without a
 calibration file is predicted and listed too, but not scored: its calibrated basis is its
 datasheet.
 """
@@ -185,6 +187,8 @@ def run(registry=None, cases=None) -> Report:
             group = OTHER
             reason = (f"superseded by {later.name} ({later.value:g}): the same configuration "
                       f"measured by the same publisher with {later.config.engine}")
+        elif case.unscored:
+            group, reason = OTHER, case.unscored
         elif not _calibrated(case.device, reg):
             group = OTHER
             reason = (f"{case.device} has no calibration in specs/calibration, so its "

@@ -25,7 +25,8 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "latency_memory_ms": ("memory term bytes / BW, ms", "min"),
     "latency_overhead_ms": ("fixed overhead T_dispatch + L * T_layer * m, ms", "min"),
     "throughput_per_s": ("samples (tokens, for decode and prefill) per second", "max"),
-    "energy_j": ("energy of one batch, J", "min"),
+    "energy_j": ("energy of one batch (engine) or one step on all tp devices (decode, "
+                 "prefill), J", "min"),
     "memory_footprint_bytes": ("bytes the configuration needs on each device", "min"),
     "capacity_bytes": ("bytes the device offers to it", "max"),
     "feasible": ("the footprint fits the device", "max"),
@@ -79,7 +80,7 @@ def resolve_column(name: str, known) -> str:
     hint = f" Did you mean {', '.join(repr(n) for n in near)}?" if near else ""
     other = [c for c in COLUMNS if c == text or any(c == f"{text}_{u}" for u in UNIT_SUFFIXES)]
     if other and not near:
-        hint = (f" {other[0]!r} is a column of another mode (engine: energy_j, mfu...; "
+        hint = (f" {other[0]!r} is a column of another mode (engine: mfu, hfu...; "
                 f"decode: itl_ms; prefill: ttft_ms).")
     raise SpecError(f"unknown column {text!r}.{hint} Known columns: {', '.join(known)}")
 

@@ -33,7 +33,7 @@ from .grid import int_axis, name_axis
 
 INPUTS = ("workload", "device", "precision", "tp", "context", "batch_size")
 OUTPUTS = ("latency_ms", "step_ms", "throughput_per_s", "latency_compute_ms",
-           "latency_memory_ms", "flops", "bytes_moved", "bottleneck",
+           "latency_memory_ms", "flops", "bytes_moved", "energy_j", "bottleneck",
            "memory_footprint_bytes", "weights_bytes", "kv_bytes", "capacity_bytes",
            "feasible", "reason", "basis", "compute_slot", "fell_back")
 #: text and flag outputs
@@ -188,7 +188,8 @@ class CircuitPass:
         mem = self.dspecs[d].memory
         return {**{c: nan for c in ("latency_ms", self.step, "throughput_per_s",
                                     "latency_compute_ms", "latency_memory_ms", "flops",
-                                    "bytes_moved", "memory_footprint_bytes", "weights_bytes",
+                                    "bytes_moved", "energy_j", "memory_footprint_bytes",
+                                    "weights_bytes",
                                     "kv_bytes")},
                 "bottleneck": "tp refused",
                 "capacity_bytes": mem.capacity * mem.usable_fraction,
@@ -245,6 +246,7 @@ class CircuitPass:
             "latency_memory_ms": np.broadcast_to(est.memory_time, b.shape) * 1e3,
             "flops": np.broadcast_to(est.flops, b.shape),
             "bytes_moved": np.broadcast_to(est.bytes, b.shape),
+            "energy_j": np.broadcast_to(est.energy * tp, b.shape),
             "bottleneck": (codes.reshape(-1), tuple(str(w) for w in words)),
             "memory_footprint_bytes": np.broadcast_to(required, b.shape),
             "weights_bytes": fp.weights,
