@@ -280,3 +280,17 @@ def test_to_dict_is_json_ready(reg):
 def test_generic_workloads_have_no_circuit(reg):
     with pytest.raises(roofkit.SpecError, match="generic"):
         roofkit.decode("resnet-50", "h100", registry=reg)
+
+
+def test_step_energy_is_the_engine_power_model_over_the_step(reg):
+    # E = TDP * (0.30 + 0.70 * HFU) * t, HFU against the datasheet peak of the main slot
+    est = roofkit.decode("llama-3.1-8b", "h100", batch=32, context=1024, registry=reg)
+    tdp, peak = 700.0, 989.4e12  # H100 SXM: 700 W, dense bf16 989.4 TFLOP/s (spec)
+    hfu = min(est.flops / (est.time * peak), 1.0)
+    assert est.utilization == pytest.approx(hfu)
+    assert est.energy == pytest.approx(tdp * (0.30 + 0.70 * hfu) * est.time)
+    assert est.to_dict()["totals"]["energy_j"] == pytest.approx(est.energy)
+    # arrays of batch sizes give arrays of energies, each the scalar call's
+    many = roofkit.decode("llama-3.1-8b", "h100", batch=np.array([1, 32]), context=1024,
+                          registry=reg)
+    assert many.energy[1] == pytest.approx(est.energy)

@@ -101,3 +101,22 @@ def test_an_engine_profile_replaces_the_step_dispatch_on_the_calibrated_basis():
     assert vllm.itl_ms - plain.itl_ms == pytest.approx((at8 - 9.65e-6) * 1e3)
     sheet = serve("llama-3.1-8b", "h100", engine="vllm", basis="datasheet", **kw)
     assert any("calibrated basis only" in n for n in sheet.notes)
+
+
+def test_request_energy_sums_the_steps_and_the_idle_host_time():
+    import numpy as np
+
+    import roofkit
+    from roofkit.engine.calibration import ENERGY_IDLE_FRACTION
+
+    reg = roofkit.build_registry(entry_points=False)
+    est = roofkit.serve("llama-3.1-8b", "h100", tp=2, batch=4, input_len=64, output_len=6,
+                        registry=reg)
+    kw = {"tp": 2, "basis": "calibrated", "registry": reg}  # serve's default basis
+    pre = roofkit.prefill("llama-3.1-8b", "h100", tokens=64, seqs=4, head=True, **kw)
+    dec = roofkit.decode("llama-3.1-8b", "h100", batch=4, context=64 + np.arange(1, 6), **kw)
+    host = est.prefill_host.host_time + 5 * est.decode_host.host_time
+    device = pre.energy + float(np.sum(dec.energy)) + 700.0 * ENERGY_IDLE_FRACTION * host
+    assert est.energy == pytest.approx(2 * device)  # both tensor-parallel devices
+    assert est.energy_per_output_token == pytest.approx(est.energy / (4 * 6))
+    assert est.to_dict()["energy_j"] == pytest.approx(est.energy)

@@ -231,3 +231,15 @@ def test_hundred_thousand_decode_points_in_one_call(registry):
                       mode="decode", registry=registry)
     assert len(t) == 100_000
     assert np.isfinite(t["itl_ms"]).all()
+
+
+def test_decode_sweep_energy_is_the_step_energy_of_all_tp_devices():
+    import roofkit
+
+    reg = roofkit.build_registry(entry_points=False)
+    table = roofkit.sweep("llama-3.1-8b", ["h100"], batch_sizes=[8], contexts=[512],
+                          tp=[1, 2], mode="decode", registry=reg)
+    for row in table:
+        est = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=512, tp=row["tp"],
+                             registry=reg)
+        assert row["energy_j"] == pytest.approx(est.energy * row["tp"])

@@ -65,6 +65,9 @@ def cmd_serve(args) -> int:
         ["  first / last step", f"{_ms(data['itl_first_ms'])} / {_ms(data['itl_last_ms'])}"],
         ["end-to-end", _ms(data["e2e_ms"])],
         ["output tokens/s", f"{data['output_tokens_per_s']:.1f}"],
+        ["energy", f"{units.fmt(est.energy, 'energy')} "
+         f"({units.fmt(est.energy_per_output_token, 'energy')} per output token, "
+         f"all {est.tp} device{'s' if est.tp > 1 else ''})"],
         ["host per decode step", f"{data['host']['decode_step_s'] * 1e3:.3f} ms "
          f"({data['host']['launches_per_step']} launches, counted from the circuit)"],
         ["memory per device", f"{units.fmt(est.memory_per_device, 'bytes')} of "
