@@ -59,3 +59,23 @@ def test_a_calibration_of_an_unknown_device_is_refused(tmp_path):
         """)
     with pytest.raises(SpecError, match="unknown device 'no-such-gpu'"):
         make_registry(spec_paths=[tmp_path], cache=False)
+
+
+def test_the_tensorrt_llm_session_step_is_derived_from_its_published_gpt_350m_run(registry):
+    # host.toml: (40.81 ms - device time - 20 x launches x 2.7 us) / 20 steps, where the
+    # device time and launch count are roofkit's own estimate of the same run on an A100 80GB
+    from roofkit.serving import serve
+
+    run = serve("gpt-350m", "a100-80gb", batch=1, input_len=60, output_len=20,
+                precision="fp16", kv_cache_dtype="fp16", registry=registry)
+    host = run.decode_host
+    device = run.prefill_device + float(run.itl_steps.sum()) - 19 * host.host_time
+    derived = (40.81e-3 - device - 20 * host.launches * host.launch) / 20
+    session = host_calibration(registry)["engines"]["tensorrt-llm-session"]
+    assert engine_step_time(session, 1) == pytest.approx(derived, abs=0.0005e-3)
+    assert engine_step_time(session, 512) == engine_step_time(session, 1)  # one batch size
+    # the engine's step, launches included, is what the published run shows per step
+    with_engine = serve("gpt-350m", "a100-80gb", batch=1, input_len=60, output_len=20,
+                        precision="fp16", kv_cache_dtype="fp16", engine="tensorrt-llm-session",
+                        registry=registry)
+    assert with_engine.e2e_ms == pytest.approx(40.81, rel=0.001)
