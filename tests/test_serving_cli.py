@@ -115,3 +115,23 @@ def test_bad_serve_inputs_exit_1_without_a_traceback(capsys, argv, words):
         code = exc.code
     err = capsys.readouterr().err
     assert code == 1 and words in err and "Traceback" not in err
+
+
+def test_max_load_admits_as_many_requests_as_the_kv_cache_holds(capsys):
+    from roofkit.errors import SpecError
+    from roofkit.serving import max_load
+
+    kw = dict(input_len=128, output_len=2048, precision="fp8", kv_cache_dtype="fp8")
+    grow = max_load("llama-3.1-8b", "h100", **kw)
+    reserve = max_load("llama-3.1-8b", "h100", admission="reserve", **kw)
+    free = grow.usable_memory - grow.weights_per_device
+    per_token = grow.kv_per_token_per_device                  # 65,536 B: 32 x 2 x 8 x 128 x 1
+    assert per_token == 65_536
+    assert grow.batch == int(free // ((128 + 1024) * per_token))     # the mean context held
+    assert reserve.batch == int(free // ((128 + 2048) * per_token))  # the whole request held
+    with pytest.raises(SpecError, match="grow.*reserve"):
+        max_load("llama-3.1-8b", "h100", admission="greedy", **kw)
+    code, out, _ = run(capsys, "serve", "llama-3.1-8b", "h100", "--max-load", "--admission",
+                       "reserve", "--input-len", "128", "--output-len", "2048", "--precision",
+                       "fp8", "--kv-dtype", "fp8", "--json")
+    assert code == 0 and json.loads(out)["batch"] == reserve.batch

@@ -24,6 +24,15 @@ def register(sub) -> None:
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
                         "time is added on the calibrated basis (e.g. vllm)")
+    p.add_argument("--max-load", action="store_true",
+                   help="offline serving at full load: the batch is as many requests as the "
+                        "KV cache admits (in-flight batching), not --batch")
+    p.add_argument("--admission", choices=("grow", "reserve"), default="grow",
+                   help="with --max-load: the KV a request holds, its tokens so far (grow, "
+                        "vLLM) or all input + output tokens from admission (reserve, "
+                        "TensorRT-LLM's default)")
+    p.add_argument("--max-requests", type=int, default=None, metavar="N",
+                   help="with --max-load: at most N requests in flight")
     p.add_argument("--require-fit", action="store_true",
                    help="exit 2 when weights and KV do not fit in device memory")
     p.add_argument("--json", action="store_true")
@@ -43,14 +52,21 @@ def _ms(v) -> str:
 
 
 def cmd_serve(args) -> int:
-    from ..serving import serve
+    from ..serving import max_load, serve
 
     reg = common.registry(args)
-    est = serve(args.workload, args.device, batch=args.batch, input_len=args.input_len,
-                output_len=args.output_len, tp=args.tp, precision=args.precision,
-                kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
-                engine=args.engine,
-                require_fit=args.require_fit)
+    if args.max_load:
+        est = max_load(args.workload, args.device, input_len=args.input_len,
+                       output_len=args.output_len, tp=args.tp, precision=args.precision,
+                       kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
+                       engine=args.engine, max_requests=args.max_requests,
+                       admission=args.admission)
+    else:
+        est = serve(args.workload, args.device, batch=args.batch, input_len=args.input_len,
+                    output_len=args.output_len, tp=args.tp, precision=args.precision,
+                    kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
+                    engine=args.engine,
+                    require_fit=args.require_fit)
     data = est.to_dict()
     if args.json:
         common.print_json(data)

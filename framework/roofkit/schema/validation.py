@@ -19,6 +19,7 @@ Kind = Literal["serving", "throughput", "kernel", "training"]
 Metric = Literal["ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "kernel_ms", "step_s",
                  "mfu", "samples_per_s"]
 Batching = Literal["static", "max_load", ""]
+Admission = Literal["grow", "reserve", ""]
 ThroughputBasis = Literal["total", "per_gpu", ""]
 
 #: what each metric means, for tables and the README
@@ -69,6 +70,8 @@ class CaseConfig:
     op: str = ""
     batching: Batching = ""
     batching_note: str = ""
+    kv_admission: Admission = ""
+    kv_admission_note: str = ""
     throughput_basis: ThroughputBasis = ""
     num_requests: int | None = None
     benchmark: str = ""

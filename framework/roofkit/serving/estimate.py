@@ -319,23 +319,37 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     return est
 
 
+#: how an in-flight-batching scheduler admits a request against the KV cache
+ADMISSIONS = {
+    "grow": "the cache grows with each request's tokens (vLLM; TensorRT-LLM MAX_UTILIZATION): "
+            "on average I + O/2 tokens held",
+    "reserve": "a request is admitted only with room for all I + O tokens (TensorRT-LLM's "
+               "default GUARANTEED_NO_EVICT)",
+}
+
+
 def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
              basis: str = "calibrated", engine: str | None = None, registry=None,
-             max_requests: int | None = None) -> ServingEstimate:
+             max_requests: int | None = None, admission: str = "grow") -> ServingEstimate:
     """Offline serving at full load with in-flight batching and a paged KV cache.
 
-    Each request holds its tokens so far, on average ``I + O/2``, so the concurrency is the
-    batch that fits at that context,
-    ``B = floor((usable - weights) / (kv(I + O/2) + state))`` per device (at most
-    ``max_requests``); throughput is then that of a batch of ``B``.
+    The concurrency is the batch whose KV fits at the context the scheduler holds per
+    request, ``B = floor((usable - weights) / (kv(ctx) + state))`` per device (at most
+    ``max_requests``), with ``ctx = I + O/2`` when the cache grows with the tokens
+    (``admission="grow"``) or ``ctx = I + O`` when a request is admitted only with room for
+    all of its tokens (``"reserve"``); throughput is then that of a batch of ``B``, whose
+    decode steps read the KV of contexts ``I + 1 .. I + O - 1``.
     """
+    if admission not in ADMISSIONS:
+        raise SpecError(f"admission must be one of {', '.join(ADMISSIONS)}, got {admission!r}: "
+                        + "; ".join(f"{k}: {v}" for k, v in ADMISSIONS.items()))
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
                   _positive_int("tp", tp))
     fp = _footprint(s)
     d = s.device
     usable = d.memory.capacity * d.memory.usable_fraction
-    mean_ctx = input_len + math.ceil(output_len / 2)
+    mean_ctx = input_len + (output_len if admission == "reserve" else math.ceil(output_len / 2))
     free = usable - fp.weights
     per = float(fp.kv_bytes(float(mean_ctx))) + fp.state_per_seq
     batch = 0 if free <= 0 else (10**6 if per <= 0 else int(free // per))
@@ -347,5 +361,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
                    tp=tp, precision=precision, kv_cache_dtype=s.kv_cache_dtype, basis=basis,
                    engine=engine, registry=s.reg, fit_context=mean_ctx)
+    held = "the whole request" if admission == "reserve" else "the mean context"
     return attrs.evolve(est, notes=(*est.notes, f"max load: {batch} requests in flight, the KV "
-                                    f"capacity at the mean context {mean_ctx}"))
+                                    f"capacity at {held} ({mean_ctx} tokens; admission "
+                                    f"{admission!r}: {ADMISSIONS[admission]})"))

@@ -120,7 +120,7 @@ def predict(case, basis: str, registry) -> float:
         est = max_load(case.workload, case.device, input_len=c.input_len,
                        output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
-                       max_requests=c.num_requests)
+                       max_requests=c.num_requests, admission=c.kv_admission or "grow")
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
