@@ -129,7 +129,7 @@ def test_max_load_admits_as_many_requests_as_the_kv_cache_holds(capsys):
     assert per_token == 65_536
     assert grow.batch == int(free // ((128 + 1024) * per_token))     # the mean context held
     assert reserve.batch == int(free // ((128 + 2048) * per_token))  # the whole request held
-    with pytest.raises(SpecError, match="grow.*reserve"):
+    with pytest.raises(SpecError, match=r"grow.*reserve"):
         max_load("llama-3.1-8b", "h100", admission="greedy", **kw)
     code, out, _ = run(capsys, "serve", "llama-3.1-8b", "h100", "--max-load", "--admission",
                        "reserve", "--input-len", "128", "--output-len", "2048", "--precision",
