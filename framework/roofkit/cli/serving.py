@@ -23,7 +23,7 @@ def register(sub) -> None:
                    help="measured achievable constants (default) or datasheet ceilings")
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
-                        "time is added on the calibrated basis (e.g. vllm)")
+                        "time is added on the calibrated basis (vllm, tensorrt-llm-session)")
     p.add_argument("--max-load", action="store_true",
                    help="offline serving at full load: the batch is as many requests as the "
                         "KV cache admits (in-flight batching), not --batch")
