@@ -102,7 +102,8 @@ def engine_profile(host: dict, name: str):
     engines = host["engines"]
     if name not in engines:
         raise UnknownNameError("engine profile", name, list(engines),
-                               hint="Engine profiles live in specs/calibration (engines.*).")
+                               hint=f"Engine profiles of specs/calibration (engines.*): "
+                                  f"{', '.join(sorted(engines))}.")
     return engines[name]
 
 
