@@ -210,9 +210,6 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
              "stream": model.formats.stream.name,
              **{k: v for k, v in settings.items()}}
     mem = device.memory
-    main = max((r for r in node_rows if r.slot in device.compute),
-               key=lambda r: float(np.max(r.flops)), default=None)
-    peak = float(device.compute[main.slot]) if main is not None else 0.0
     tdp = float(device.power.tdp or 0.0) if device.power is not None else 0.0
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,
                     cost_model=plan.cost_model.name, basis=plan.basis,
@@ -222,7 +219,7 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,
                     usable_fraction=mem.usable_fraction, plugins=tuple(plugins),
-                    tdp=tdp, peak=peak)
+                    tdp=tdp, slot_peaks=device.compute)
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,

@@ -112,15 +112,23 @@ class Estimate:
     usable_fraction: float = 1.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
     tdp: float = 0.0  # one device's board power, W (0: the spec declares none)
-    peak: float = 0.0  # datasheet peak of the slot doing most of the step's FLOPs, FLOP/s
+    slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
+
+    @property
+    def peak(self) -> float:
+        """Datasheet peak of the slot doing most of the step's FLOPs, FLOP/s (0: none)."""
+        main = max((r for r in self.rows if r.slot in self.slot_peaks),
+                   key=lambda r: float(np.max(r.flops)), default=None)
+        return float(self.slot_peaks[main.slot]) if main is not None else 0.0
 
     @property
     def utilization(self):
         """Hardware FLOPs utilization of one device, ``min(flops / (time * peak), 1)``
         against the datasheet peak of the step's main matrix slot (0 without one)."""
-        if not self.peak > 0:
+        peak = self.peak
+        if not peak > 0:
             return 0.0 * self.time
-        return np.minimum(self.flops / (self.time * self.peak), 1.0)
+        return np.minimum(self.flops / (self.time * peak), 1.0)
 
     @property
     def energy(self):
