@@ -71,3 +71,62 @@ def test_a_registry_built_twice_reads_its_specs_from_the_cache(cache_dir):
     assert file == cache_file()
     second = roofkit.build_registry(entry_points=False)
     assert second.device("h100") == first.device("h100")
+
+
+calls: list[str] = []
+
+
+def _counting_check(obj, tables):
+    """The workload check, counting its calls (installed by the test below)."""
+    from roofkit.schema.workload_check import check
+
+    calls.append(obj.name)
+    return check(obj, tables)
+
+
+def test_cross_file_checks_are_kept_for_one_set_of_files_and_rerun_when_one_changes(
+        cache_dir, tmp_path, monkeypatch):
+    import os
+
+    import attrs
+
+    from roofkit.errors import SpecError
+    from roofkit.spec_kinds import SPEC_KINDS
+    from roofkit.testing import write_spec
+
+    good = """
+        name = "tiny-dense"
+        display_name = "Tiny dense"
+        domain = "language"
+        template = "dense"
+        [dims]
+        layers = 2
+        hidden = 64
+        heads = 4
+        kv_heads = 4
+        head_dim = 16
+        ffn = 128
+        vocab = 100
+        [sources]
+        config = "https://example.org/tiny"
+        [provenance]
+        dims = "config"
+    """
+    path = write_spec(tmp_path / "user", "workloads", "tiny-dense", good)
+    calls.clear()
+    monkeypatch.setitem(SPEC_KINDS, "workloads", attrs.evolve(
+        SPEC_KINDS["workloads"], check_path="test_foundation_cache:_counting_check"))
+    first = roofkit.build_registry(entry_points=False, spec_paths=[tmp_path / "user"])
+    assert "tiny-dense" in calls
+    calls.clear()
+    second = roofkit.build_registry(entry_points=False, spec_paths=[tmp_path / "user"])
+    assert calls == []  # the same files: the kept result, no check run
+    assert second.workload("tiny-dense") == first.workload("tiny-dense")
+    # a missing required dim (the dense template requires `vocab`) is a cross-file problem:
+    # after the edit it must be found, not read from the cache
+    write_spec(tmp_path / "user", "workloads", "tiny-dense", good.replace("vocab = 100\n", ""))
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with pytest.raises(SpecError, match="vocab"):
+        roofkit.build_registry(entry_points=False, spec_paths=[tmp_path / "user"])
+    assert "tiny-dense" in calls

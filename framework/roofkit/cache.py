@@ -110,6 +110,24 @@ class SpecCache:
         self.entries[(str(file), kind)] = (self._key(file), obj)
         self.dirty = True
 
+    def checks(self, files: Iterable[Path]):
+        """The cross-file check problems saved for exactly this set of files at these mtimes
+        and sizes (None: not saved, or something changed)."""
+        hit = self.entries.get(("__checks__", ""))
+        if hit is not None and hit[0] == self._files_key(files):
+            return hit[1]
+        return None
+
+    def put_checks(self, files: Iterable[Path], problems) -> None:
+        if self.path is None:
+            return
+        self.entries[("__checks__", "")] = (self._files_key(files), list(problems))
+        self.dirty = True
+
+    @classmethod
+    def _files_key(cls, files: Iterable[Path]) -> tuple:
+        return tuple(sorted((str(f), cls._key(f)) for f in files))
+
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return

@@ -289,6 +289,14 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
         aliases = _aliases(kind, table, problems) if kind.aliases else {}
         cats[folder] = Catalogue(folder, table, aliases)
     tables = {**tables, **cats}
+    # the cross-file checks (a workload against the circuits and op rules it lowers with...)
+    # depend only on the specs, the code and the plugins: the cache keeps their result for
+    # one exact set of files (its stamp holds the code and plugins)
+    files = [e.origin for cat in cats.values() for e in cat._entries.values()]
+    saved = cache.checks(files) if cache else None
+    if saved is not None:
+        return cats, problems + saved
+    found: list[Problem] = []
     for folder, cat in cats.items():
         check = SPEC_KINDS[folder].check
         if check is None:
@@ -297,5 +305,7 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
             e = cat._entries[key]
             items = check(e.obj, tables)
             if items:
-                problems += format_problems(e.origin, items)
-    return cats, problems
+                found += format_problems(e.origin, items)
+    if cache:
+        cache.put_checks(files, found)
+    return cats, problems + found
