@@ -135,3 +135,13 @@ def test_max_load_admits_as_many_requests_as_the_kv_cache_holds(capsys):
                        "reserve", "--input-len", "128", "--output-len", "2048", "--precision",
                        "fp8", "--kv-dtype", "fp8", "--json")
     assert code == 0 and json.loads(out)["batch"] == reserve.batch
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--max-load", "--batch", "4"], "drop --batch"),
+    (["--admission", "reserve"], "belong to --max-load"),
+    (["--max-requests", "8"], "belong to --max-load"),
+])
+def test_max_load_flags_are_not_mixed_silently(capsys, argv, words):
+    code, _, err = run(capsys, "serve", "llama-3.1-8b", "h100", *argv)
+    assert code == 1 and words in err

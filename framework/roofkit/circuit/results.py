@@ -134,10 +134,9 @@ class Estimate:
     def energy(self):
         """Energy of one device over the step, J: the Engine's power model,
         ``E = TDP * (0.30 + 0.70 * utilization) * time`` (0 when the spec has no TDP)."""
-        from ..engine.calibration import ENERGY_DYNAMIC_FRACTION, ENERGY_IDLE_FRACTION
+        from ..engine.calibration import energy
 
-        return self.tdp * (ENERGY_IDLE_FRACTION + ENERGY_DYNAMIC_FRACTION *
-                           self.utilization) * self.time
+        return energy(self.tdp, self.utilization, self.time)
 
     @property
     def memory_required(self):

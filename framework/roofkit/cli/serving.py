@@ -12,7 +12,8 @@ def register(sub) -> None:
     p.add_argument("workload", help="workload key, alias or TOML path")
     p.add_argument("device", help="device key, alias or TOML path")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices (default 1)")
-    p.add_argument("--batch", type=int, default=1, help="requests in the batch (default 1)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="requests in the batch (default 1; --max-load sizes it instead)")
     p.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
     p.add_argument("--output-len", type=int, default=128, help="generated tokens (default 128)")
     p.add_argument("--precision", default=None,
@@ -27,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--max-load", action="store_true",
                    help="offline serving at full load: the batch is as many requests as the "
                         "KV cache admits (in-flight batching), not --batch")
-    p.add_argument("--admission", choices=("grow", "reserve"), default="grow",
+    p.add_argument("--admission", choices=("grow", "reserve"), default=None,
                    help="with --max-load: the KV a request holds, its tokens so far (grow, "
                         "vLLM) or all input + output tokens from admission (reserve, "
                         "TensorRT-LLM's default)")
@@ -52,17 +53,25 @@ def _ms(v) -> str:
 
 
 def cmd_serve(args) -> int:
+    from ..errors import RoofkitError
     from ..serving import max_load, serve
 
     reg = common.registry(args)
+    if args.max_load and args.batch is not None:
+        raise RoofkitError("--max-load sizes the batch from the KV cache; drop --batch "
+                           "(cap the requests in flight with --max-requests N)")
+    if not args.max_load and (args.admission or args.max_requests):
+        raise RoofkitError("--admission and --max-requests belong to --max-load; add "
+                           "--max-load, or set the batch with --batch B")
     if args.max_load:
         est = max_load(args.workload, args.device, input_len=args.input_len,
                        output_len=args.output_len, tp=args.tp, precision=args.precision,
                        kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
                        engine=args.engine, max_requests=args.max_requests,
-                       admission=args.admission)
+                       admission=args.admission or "grow")
     else:
-        est = serve(args.workload, args.device, batch=args.batch, input_len=args.input_len,
+        est = serve(args.workload, args.device, batch=1 if args.batch is None else args.batch,
+                    input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
                     engine=args.engine,

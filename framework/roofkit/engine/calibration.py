@@ -57,6 +57,13 @@ GENERIC_LORA_WEIGHT_MULTIPLE = 1.1
 ENERGY_IDLE_FRACTION = 0.30
 ENERGY_DYNAMIC_FRACTION = 0.70
 
+
+def energy(tdp, hfu, seconds):
+    """Joules over ``seconds`` at hardware FLOPs utilization ``hfu`` (floats or arrays):
+    ``E = TDP * (ENERGY_IDLE_FRACTION + ENERGY_DYNAMIC_FRACTION * HFU) * t``; ``hfu = 0`` is
+    a device waiting (host work), at the idle floor."""
+    return tdp * (ENERGY_IDLE_FRACTION + ENERGY_DYNAMIC_FRACTION * hfu) * seconds
+
 # -- validation ranges ---------------------------------------------------------------------
 EFFICIENCY_MIN = 1e-9
 EFFICIENCY_MAX = 1.0

@@ -67,8 +67,7 @@ def solve_with_cost_model(cache, wf, df, prec, cost_model, batch, eff, raise_err
     flops = float(est.flops)
     throughput = batch / latency
     util = min(flops / latency / peak, 1.0)
-    energy = (df.tdp * (cal.ENERGY_IDLE_FRACTION + cal.ENERGY_DYNAMIC_FRACTION * util) * latency
-              if df.tdp > 0.0 else 0.0)
+    energy = cal.energy(df.tdp, util, latency) if df.tdp > 0.0 else 0.0
     fmt = units.fmt
     trace = [
         f"cost model {est.cost_model!r} over the circuit of {wf.name}: {step}",

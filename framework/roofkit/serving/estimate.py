@@ -288,10 +288,10 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
                               ctx.shape).copy()
         breakdown = tuple(_breakdown(dec))
         energy += float(np.sum(np.broadcast_to(dec.energy, ctx.shape)))
-    from ..engine.calibration import ENERGY_IDLE_FRACTION
+    from ..engine.calibration import energy as _energy
 
     host_time = pre_host.host_time + dec_host.host_time * len(ctx)
-    energy = tp * (energy + pre.tdp * ENERGY_IDLE_FRACTION * host_time)
+    energy = tp * (energy + _energy(pre.tdp, 0.0, host_time))  # the device idles on the host
     if engine is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
