@@ -4,8 +4,11 @@ One cache file per installation (its name hashes the path of the ``roofkit`` pac
 editable checkout and a wheel install never overwrite each other's). Entries are keyed by
 absolute path, mtime and size, under a stamp of roofkit's version, the sources of
 ``roofkit`` and ``roofkit_builtins``, the plugin distributions that loaded and the plugin
-spec folders: any change to code, plugins or spec folders empties the cache. The cache is a
-speed-up only; ``ROOFKIT_NO_CACHE=1`` turns it off, ``ROOFKIT_CACHE_DIR`` moves it.
+spec folders: any change to code, plugins or spec folders empties the cache. It also keeps
+the result of the cross-file checks (a workload against the circuits and op rules it lowers
+with) for one exact set of spec files, mtimes and sizes; a changed, added or removed file
+runs them again. The cache is a speed-up only; ``ROOFKIT_NO_CACHE=1`` turns it off,
+``ROOFKIT_CACHE_DIR`` moves it.
 """
 
 from __future__ import annotations
