@@ -1,10 +1,11 @@
 """Tensor parallelism on one node, as the circuit shards it: weights, heads and KV per
 device and the ring all-reduce, by hand."""
 
+import numpy as np
 import pytest
 from serving_toy import KV_PER_TOKEN, NORM_PARAMS, PARAMS, toy_registry
 
-from roofkit.circuit.collective import LinkModel, Ring, fit
+from roofkit.circuit.collective import Curve, LinkModel, Ring, curve, fit
 from roofkit.errors import RoofkitError
 from roofkit.serving import serve
 
@@ -35,6 +36,33 @@ def test_an_engine_runs_the_fastest_algorithm_at_each_size():
     ar = LinkModel({"custom": {8: small}, "nccl": {8: big}})
     for size in (1e3, 1e5, 1e7, 1e9):
         assert ar.all_reduce(size, 8) == min(small.time(size, 8), big.time(size, 8))
+
+
+def test_a_curve_measured_at_many_sizes_is_read_between_them():
+    # NCCL over 8 H100s (Azure, bus bandwidth): 1 KiB, 32 MiB and 8 GiB
+    n, c = 8, 2 * 7 / 8
+    pts = [(1024.0, c * 1024 / 0.07e9), (33554432.0, c * 33554432 / 295.53e9),
+           (8589934592.0, c * 8589934592 / 478.87e9)]
+    ring = fit(pts, n, fallback_beta=1.0, name="nccl")
+    measured = curve(pts, n, ring)
+    assert isinstance(measured, Curve)
+    for size, secs in pts:  # every measured size is reproduced, not only the two fitted
+        assert measured.cost(c * size, 2 * (n - 1)) == pytest.approx(secs)
+    # 32 MiB: the measured 198 us, where the two-point ring gives 148 us
+    assert pts[1][1] == pytest.approx(198.7e-6, rel=0.01)
+    assert ring.cost(c * pts[1][0], 14) == pytest.approx(148e-6, rel=0.02)
+    # between sizes: log-log interpolation; outside them: the ring
+    mid = 2 ** 20.0
+    lo, hi = measured.cost(c * 1024, 14), measured.cost(c * 33554432, 14)
+    assert lo < measured.cost(c * mid, 14) < hi
+    assert measured.cost(c * 2 ** 34, 14) == pytest.approx(ring.cost(c * 2 ** 34, 14))
+    assert measured.cost(c * 512, 14) == pytest.approx(ring.cost(c * 512, 14))
+    # arrays give the same as floats
+    sizes = np.array([512.0, 1024.0, mid, 33554432.0, 2 ** 34])
+    got = measured.cost(c * sizes, 14.0)
+    assert got == pytest.approx([measured.cost(c * s, 14) for s in sizes])
+    # two sizes are a ring
+    assert curve(pts[::2], n, ring) is ring
 
 
 def test_a_measurement_at_another_group_size_keeps_its_bandwidth_and_latency():

@@ -9,9 +9,9 @@ from roofkit.cli import main
 from roofkit.serving.validation import OTHER, SCORED, run
 
 #: calibrated basis, single-node inference cases, measured when the TensorRT-LLM v0.9.0
-#: performance doc was added whole (100 scored cases)
+#: performance doc was added whole (102 scored cases)
 MEASURED_MEDIAN = 0.0641
-MEASURED_MAX = 0.2993
+MEASURED_MAX = 0.3381
 #: the issue's targets for the calibrated basis
 TARGET_MEDIAN, TARGET_MAX = 0.15, 0.35
 #: the datasheet basis, shown beside it
@@ -26,8 +26,8 @@ def report(registry):
 def test_validate_runs_over_the_whole_set(report, registry):
     names = {c.name for c in report.cases}
     assert names == set(registry.catalogues["validation"])
-    assert len(report.cases) >= 199
-    assert len(report.scored()) >= 100
+    assert len(report.cases) >= 206
+    assert len(report.scored()) >= 102
 
 
 def test_every_case_is_scored_on_both_bases_or_says_why_not(report):

@@ -15,8 +15,12 @@ and on a link of latency ``alpha`` and per-device bandwidth ``beta`` it takes
 On the datasheet basis there is one ring, the device's ``[interconnect]`` latency and
 bandwidth. On the calibrated basis each measured algorithm (NCCL's ring, the custom one-shot
 kernels serving engines use for small messages) is fitted to the same equation from its
-smallest and largest measured message, and an engine is taken to run the fastest of them at
-each size: ``t = min over algorithms``.
+smallest and largest measured message; where it was measured at more than two sizes over
+the group size asked for, its time between the measured sizes is the measurements'
+(:class:`Curve`: piecewise linear in log bytes and log time, the fit beyond them), because
+bus bandwidth at a few MB lies well below the large-message asymptote the two-point fit
+takes (NCCL over 8 H100s: 296 GB/s at 32 MiB against 479 GB/s at 8 GiB). An engine is taken
+to run the fastest algorithm at each size: ``t = min over algorithms``.
 
 A group size ``n`` without its own measurement of an algorithm uses the nearest measured
 size ``m``: the same bus bandwidth ``beta`` (nccl-tests' busbw is defined to be independent
@@ -30,6 +34,8 @@ step) is the same at every ``n``.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Mapping
 
 import attrs
@@ -55,6 +61,67 @@ class Ring:
         return self.cost(2.0 * (n - 1) / n * message, 2.0 * (n - 1))
 
 
+@attrs.frozen
+class Curve:
+    """An algorithm measured at several message sizes over its own group size: the measured
+    all-reduce times, interpolated in log-log between the sizes, and ``ring`` (its two-point
+    fit) below the smallest and beyond the largest. Read at ``link_bytes``, the bytes one
+    device sends, which for an all-reduce of ``S`` over ``n`` devices is ``2 (n - 1) / n * S``.
+    """
+
+    ring: Ring
+    log_bytes: tuple[float, ...]  # log link bytes of the measured messages, increasing
+    log_times: tuple[float, ...]  # log seconds
+
+    @property
+    def alpha(self) -> float:
+        return self.ring.alpha
+
+    @property
+    def beta(self) -> float:
+        return self.ring.beta
+
+    @property
+    def name(self) -> str:
+        return f"{self.ring.name} (measured at {len(self.log_bytes)} sizes)"
+
+    def time(self, message, n: int):
+        """An all-reduce of ``message`` bytes over ``n`` devices (0 for one device)."""
+        if n <= 1:
+            return 0.0 * message
+        return self.cost(2.0 * (n - 1) / n * message, 2.0 * (n - 1))
+
+    def cost(self, link_bytes, link_steps):
+        """The measured time between the smallest and largest measured message, the ring's
+        ``link_steps * alpha + link_bytes / beta`` outside them."""
+        xs, ys = self.log_bytes, self.log_times
+        outside = self.ring.cost(link_bytes, link_steps)
+        if isinstance(link_bytes, np.ndarray) or isinstance(link_steps, np.ndarray):
+            lb = np.asarray(link_bytes, dtype=float)
+            inside = np.exp(np.interp(np.log(np.maximum(lb, 1e-30)), xs, ys))
+            within = (lb >= math.exp(xs[0])) & (lb <= math.exp(xs[-1]))
+            return np.where(within, inside, outside)
+        if link_bytes <= 0:
+            return outside
+        x = math.log(link_bytes)
+        if x < xs[0] or x > xs[-1]:
+            return outside
+        i = min(max(bisect.bisect_right(xs, x), 1), len(xs) - 1)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        return math.exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+
+
+def curve(points: list[tuple[float, float]], n: int, ring: Ring) -> Curve | Ring:
+    """The measured curve of all-reduce ``points`` ``(message bytes, seconds)`` over ``n``
+    devices (the ring alone when fewer than three sizes were measured)."""
+    pts = sorted(points)
+    if len(pts) < 3 or n <= 1:
+        return ring
+    c = 2.0 * (n - 1) / n
+    return Curve(ring, tuple(math.log(c * s) for s, _ in pts),
+                 tuple(math.log(t) for _, t in pts))
+
+
 def fit(points: list[tuple[float, float]], n: int, fallback_beta: float, name: str) -> Ring:
     """The ring through all-reduce measurements ``(bytes, seconds)`` at ``n`` devices: two
     points fix alpha and beta; one point fixes alpha, with ``fallback_beta`` (the best
@@ -75,7 +142,7 @@ class LinkModel:
     ``models`` maps an algorithm name to ``{devices: Ring}``.
     """
 
-    models: Mapping[str, Mapping[int, Ring]]
+    models: Mapping[str, Mapping[int, Ring | Curve]]
     basis: str = ""
 
     def rings(self, n: int) -> tuple[Ring, ...]:
@@ -87,8 +154,9 @@ class LinkModel:
             nearest = min(by_n, key=lambda m: (abs(m - n), -m))
             ring = by_n[nearest]
             if self.basis == "calibrated" and nearest != n and n > 1 and nearest > 1:
-                ring = Ring(ring.alpha * (nearest - 1) / (n - 1), ring.beta,
-                            f"{ring.name} (measured at {nearest})")
+                fitted = ring.ring if isinstance(ring, Curve) else ring
+                ring = Ring(fitted.alpha * (nearest - 1) / (n - 1), fitted.beta,
+                            f"{fitted.name} (measured at {nearest})")
             out.append(ring)
         return tuple(out)
 

@@ -36,7 +36,7 @@ import attrs
 from ..errors import SpecError
 from ..types import Precision
 from .calibrated import combine, efficiency, gemm_curve, overlap_exponent
-from .collective import LinkModel, Ring, fit
+from .collective import LinkModel, Ring, curve, fit
 
 BASES = ("datasheet", "calibrated")
 
@@ -205,7 +205,8 @@ def _measured_link(cal, device) -> LinkModel:
         if not points:
             continue
         algo = m.algorithm or key
-        models.setdefault(algo, {})[m.devices] = fit(points, m.devices, best_bus, algo)
+        ring = fit(points, m.devices, best_bus, algo)
+        models.setdefault(algo, {})[m.devices] = curve(points, m.devices, ring)
     return LinkModel(models, "calibrated")
 
 
