@@ -163,6 +163,28 @@ def _calibrated(device: str, registry) -> bool:
         return True  # the prediction reports the unknown name
 
 
+def _why_listed(case, by_name: dict, registry) -> str:
+    """Why ``case`` is listed and not scored ("" when it is scored)."""
+    if case.not_predicted:
+        return case.not_predicted
+    if case.nodes > 1:
+        return "multi-node"
+    if case.superseded_by:
+        later = by_name.get(case.superseded_by)
+        if later is None:
+            raise SpecError(f"validation case {case.name!r}: superseded_by names "
+                            f"{case.superseded_by!r}, which is not a validation case; "
+                            "name the case that holds the later measurement")
+        return (f"superseded by {later.name} ({later.value:g}): the same configuration "
+                f"measured by the same publisher with {later.config.engine}")
+    if case.unscored:
+        return case.unscored
+    if not _calibrated(case.device, registry):
+        return (f"{case.device} has no calibration in specs/calibration, so its calibrated "
+                "basis is its datasheet: listed, not scored")
+    return ""
+
+
 def run(registry=None, cases=None) -> Report:
     """Predict ``cases`` (default: the whole validation catalogue) on every basis."""
     from ..registry import resolve
@@ -173,26 +195,8 @@ def run(registry=None, cases=None) -> Report:
     by_name = {c.name: c for c in cases}
     out = []
     for case in sorted(cases, key=lambda c: (c.kind, c.name)):
-        group, reason, predicted = SCORED, "", {}
-        if case.not_predicted:
-            group, reason = OTHER, case.not_predicted
-        elif case.nodes > 1:
-            group, reason = OTHER, "multi-node"
-        elif case.superseded_by:
-            later = by_name.get(case.superseded_by)
-            if later is None:
-                raise SpecError(f"validation case {case.name!r}: superseded_by names "
-                                f"{case.superseded_by!r}, which is not a validation case; "
-                                "name the case that holds the later measurement")
-            group = OTHER
-            reason = (f"superseded by {later.name} ({later.value:g}): the same configuration "
-                      f"measured by the same publisher with {later.config.engine}")
-        elif case.unscored:
-            group, reason = OTHER, case.unscored
-        elif not _calibrated(case.device, reg):
-            group = OTHER
-            reason = (f"{case.device} has no calibration in specs/calibration, so its "
-                      "calibrated basis is its datasheet: listed, not scored")
+        reason = _why_listed(case, by_name, reg)
+        group, predicted = (OTHER if reason else SCORED), {}
         if not case.not_predicted:
             for basis in BASES:
                 try:
