@@ -9,11 +9,10 @@ case-insensitively, and teach the closest names when they miss.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-
-import attrs
 
 from .errors import Problem, SpecError, UnknownNameError
 from .files import kind_of_path, real_path, toml_files_under
@@ -21,13 +20,35 @@ from .loader import format_problems, problems_of, read_toml
 from .spec_kinds import SPEC_KINDS, SpecKind, infer_kind
 from .spec_kinds import a as a_noun
 
+_BUILD_LOCK = threading.Lock()
 
-@attrs.frozen
+
 class Entry:
-    obj: object
-    origin: Path
-    layer: str
-    rank: int = 0  # the layer's place in precedence order, lowest first
+    """One spec of a catalogue: its key, the aliases it claims, its file and layer, and the
+    spec object, built on first use when it came from the cache as plain data."""
+
+    __slots__ = ("_build", "_obj", "claims", "key", "layer", "origin", "rank")
+
+    def __init__(self, obj, origin: Path, layer: str, rank: int = 0, *, key: str | None = None,
+                 claims: tuple[str, ...] | None = None, build=None):
+        self._obj, self._build = obj, build
+        self.origin, self.layer, self.rank = origin, layer, rank
+        self.key = key
+        self.claims = claims if claims is not None else ()
+
+    @property
+    def obj(self):
+        obj = self._obj
+        if obj is None:
+            made = self._build()
+            with _BUILD_LOCK:  # two threads building at once agree on one object
+                if self._obj is None:
+                    self._obj, self._build = made, None
+                obj = self._obj
+        return obj
+
+    def __repr__(self) -> str:
+        return f"Entry({self.key!r}, {str(self.origin)!r}, {self.layer!r})"
 
 
 def _norm(name: str) -> str:
@@ -217,39 +238,60 @@ def check_paths(paths, converter, tables) -> tuple[int, list[Problem]]:
     return n, problems
 
 
+def spec_claims(obj, key: str) -> tuple[str, ...]:
+    """The aliases a spec claims (its ``aliases`` and ``symbol``), normalized, without its
+    own key and without repeats."""
+    out: list[str] = []
+    for a in (*getattr(obj, "aliases", ()), getattr(obj, "symbol", None)):
+        if a and _norm(a) != key and _norm(a) not in out:
+            out.append(_norm(a))
+    return tuple(out)
+
+
+def _from_cache(hit, kind: SpecKind, file: Path, converter):
+    """A builder for a cached spec: its plain data, or the file again when that does not fit
+    its class (never a wrong object)."""
+    def build():
+        from .plain import NotPlain
+
+        try:
+            return hit.build()
+        except NotPlain:
+            obj, items = load_file(kind, file, converter)
+            if items:
+                raise SpecError(items) from None
+            return obj
+    return build
+
+
 def _layer_entries(path: Path, label: str, rank: int, converter, cache, problems):
     """The specs of one layer by kind: {folder: {key: Entry}}; problems appended."""
     found: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
     files, bad = files_of(path)
     problems += bad
     for kind, file in files:
-        obj = cache.get(file, kind.folder) if cache else None
-        if obj is None:
+        hit = cache.get(file, kind.folder) if cache else None
+        if hit is not None:
+            key = _norm(hit.name)
+            entry = Entry(None, file, label, rank, key=key, claims=hit.claims,
+                          build=_from_cache(hit, kind, file, converter))
+        else:
             obj, items = load_file(kind, file, converter)
             if items:
                 problems += items
                 continue
+            key = _norm(getattr(obj, kind.key))
+            entry = Entry(obj, file, label, rank, key=key, claims=spec_claims(obj, key))
             if cache:
-                cache.put(file, kind.folder, obj)
-        key = _norm(getattr(obj, kind.key))
+                cache.put(file, kind.folder, obj, getattr(obj, kind.key), entry.claims)
         table = found[kind.folder]
         if key in table:
             problems.append(Problem(str(file), kind.key, (
                 f"{kind.noun} {key!r} is defined twice in one layer: {table[key].origin} and "
                 f"{file}")))
             continue
-        table[key] = Entry(obj, file, label, rank)
+        table[key] = entry
     return found
-
-
-def _claims(entry: Entry, key: str) -> list[str]:
-    """The aliases a spec claims (its ``aliases`` and ``symbol``), normalized, without its
-    own key and without repeats."""
-    out = []
-    for a in (*getattr(entry.obj, "aliases", ()), getattr(entry.obj, "symbol", None)):
-        if a and _norm(a) != key and _norm(a) not in out:
-            out.append(_norm(a))
-    return out
 
 
 def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str]:
@@ -258,7 +300,7 @@ def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str
     (or an alias that is another spec's name) are an error naming both files."""
     claims: dict[str, list[tuple[int, str]]] = {}
     for key, e in table.items():
-        for a in _claims(e, key):
+        for a in e.claims:
             claims.setdefault(a, []).append((e.rank, key))
     out: dict[str, str] = {}
     for alias, owners in claims.items():
