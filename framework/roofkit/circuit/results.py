@@ -38,6 +38,20 @@ def _whole(v):
     return int(v)
 
 
+BOUND_WORDS = ("memory", "compute", "interconnect", "overhead")
+
+
+def bound_codes(t_mem, t_cmp, time, t_link=0.0) -> np.ndarray:
+    """:func:`bound_of` as int8 indices into :data:`BOUND_WORDS` (no string arrays)."""
+    t_mem, t_cmp, time, t_link = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (t_mem, t_cmp, time, t_link)))
+    roof = np.maximum(t_mem, t_cmp)
+    code = (t_mem < t_cmp).astype(np.int8)
+    code[(t_link > 0) & (t_link >= roof)] = 2
+    code[time - roof - t_link > np.maximum(roof, t_link)] = 3
+    return code
+
+
 def bound_of(t_mem, t_cmp, time, t_link=0.0):
     """'memory', 'compute', 'interconnect' or 'overhead' (arrays give arrays of words)."""
     roof = np.maximum(t_mem, t_cmp)
@@ -67,7 +81,6 @@ class NodeCost:
     flops: object
     bytes: object
     time: object
-    bound: object
     slot: str = ""
     weight_bytes: object = 0.0
     act_bytes: object = 0.0
@@ -78,8 +91,15 @@ class NodeCost:
     t_link: object = 0.0
     link_bytes: object = 0.0
 
+    @property
+    def bound(self):
+        """The term that dominates this node: see :func:`bound_of` (computed on access)."""
+        return bound_of(self.t_memory, self.t_compute, self.time, self.t_link)
+
     def to_dict(self) -> dict:
-        return {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+        out = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+        out["bound"] = _plain(self.bound)
+        return out
 
 
 @attrs.frozen
@@ -248,7 +268,6 @@ class Estimate:
                     section=rs[0].section if key == "section" else
                     ",".join(dict.fromkeys(r.section for r in rs)),
                     count=sum(r.count for r in rs),
-                    bound=bound_of(s["t_memory"], s["t_compute"], s["time"], s["t_link"]),
                     slot=",".join(dict.fromkeys(r.slot for r in rs)), **s))
         return sorted(rows, key=lambda r: -float(np.max(r.time)))
 
