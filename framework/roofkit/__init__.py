@@ -34,6 +34,7 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "precision_from_hf": "roofkit.quantization:precision_from_hf",
 }
 
 __all__ = [

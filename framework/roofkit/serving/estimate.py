@@ -234,10 +234,11 @@ def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) 
     kp = reg.precision(kv_cache_dtype)
     kw = {"precision": precision, "kv_cache_dtype": kp.name, "basis": basis, "tp": tp,
           "registry": reg}
-    if wp.kind == "int" and "activations" not in w.formats:
-        # an integer weight format is weight-only quantization (W4A16, W8A16): the weights
-        # are widened to the 16-bit activations before the multiply
-        kw["formats"] = {"activations": "bf16"}
+    if "activations" not in w.formats and (wp.activations or wp.kind == "int"):
+        # a format that declares its activations (AWQ int4: fp16; LLM.int8(): int8) runs
+        # beside them; another integer weight format is weight-only quantization (W4A16,
+        # W8A16): the weights are widened to the 16-bit activations before the multiply
+        kw["formats"] = {"activations": wp.activations or "bf16"}
     return Config(reg, w, d, wp.name, kp.name, kw)
 
 
