@@ -18,7 +18,7 @@ from .loader import make_converter
 from .plugins import Hooks, PluginInfo, make_manager
 from .spec_kinds import SPEC_KINDS
 from .spec_kinds import a as _a
-from .types import CostModel, OpKind, Precision, ScenarioKind
+from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
 
 
 def is_path_ref(ref) -> bool:
@@ -46,6 +46,8 @@ class Registry:
         self.cost_models = MappingProxyType({k: v[1] for k, v in tables["cost_models"].items()})
         self.scenario_kinds = MappingProxyType(
             {k: v[1] for k, v in tables["scenario_kinds"].items()})
+        self.collectives = MappingProxyType(
+            {k: v[1] for k, v in tables.get("collectives", {}).items()})
         self._memo: dict = {}
 
     def __getattr__(self, name):
@@ -79,6 +81,15 @@ class Registry:
 
     def scenario_kind(self, name) -> ScenarioKind:
         return self._lookup("scenario_kinds", "scenario kind", name)
+
+    def collective(self, name) -> CollectiveAlgorithm:
+        return self._lookup("collectives", "collective algorithm", name)
+
+    def cluster(self, ref):
+        """A cluster by key, alias, TOML path, spec object or ``NxDEVICE`` (ad hoc)."""
+        from .fleet.cluster import resolve_cluster
+
+        return resolve_cluster(ref, self)
 
     def provider(self, table: str, name: str) -> str:
         """The plugin that registered ``name`` in a plugin table."""
@@ -187,6 +198,7 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
         "op_kinds": hooks.named("roofkit_register_op_kinds", OpKind),
         "cost_models": hooks.named("roofkit_register_cost_models", CostModel),
         "scenario_kinds": hooks.named("roofkit_register_scenario_kinds", ScenarioKind),
+        "collectives": hooks.named("roofkit_register_collectives", CollectiveAlgorithm),
     }
     converter = make_converter()
     infos = hooks.infos()

@@ -52,7 +52,7 @@ from ..registry import default_registry, is_path_ref
 from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
-from .results import Estimate, Fit, Footprint, NodeCost, bound_of
+from .results import Estimate, Fit, Footprint, NodeCost
 from .roofline import device_roofline
 
 #: keyword settings every estimate accepts besides its named parameters
@@ -212,7 +212,7 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
         node_rows.append(NodeCost(
             node=n.id, op=n.op, section=n.section, count=n.count, flops=flops,
             bytes=b[0] + b[1] + b[2] + b[3] + b[4] + b[5], time=t,
-            bound=bound_of(t_mem, t_cmp, t, t_link), slot="link" if p.link else p.slot,
+            slot="link" if p.link else p.slot,
             weight_bytes=b[0],
             act_bytes=b[1], kv_bytes=b[2] + b[3], state_bytes=b[4] + b[5], t_memory=t_mem,
             t_compute=t_cmp, t_link=t_link, link_bytes=link_bytes))
