@@ -181,10 +181,12 @@ class Cached:
     """A cache hit: the spec's key and claimed aliases at once, the spec itself rebuilt from
     its plain data on :meth:`build` (a catalogue builds only the specs it is asked for)."""
 
-    __slots__ = ("claims", "data", "kind", "name")
+    __slots__ = ("claims", "data", "kind", "name", "overrides")
 
-    def __init__(self, kind: str, name: str, claims: tuple[str, ...], data: str):
+    def __init__(self, kind: str, name: str, claims: tuple[str, ...], data: str,
+                 overrides: tuple[str, ...] = ()):
         self.kind, self.name, self.claims, self.data = kind, name, claims, data
+        self.overrides = overrides
 
     def build(self):
         """The spec; :class:`~roofkit.plain.NotPlain` when the data does not fit its class."""
@@ -273,13 +275,16 @@ class SpecCache:
         if hit.get("path") != str(file):
             hit["path"] = str(file)
             self.dirty = True
+        overrides = hit.get("overrides", [])
         return Cached(kind, hit["name"], tuple(c for c in hit["claims"] if isinstance(c, str)),
-                      hit["data"])
+                      hit["data"], tuple(o for o in overrides if isinstance(o, str))
+                      if isinstance(overrides, list) else ())
 
-    def put(self, file: Path, kind: str, obj, name: str, claims: Iterable[str]) -> None:
-        """Keep ``obj`` (keyed ``name``, claiming the aliases ``claims``), loaded from the
-        bytes of ``file``; an object whose plain form would not rebuild it exactly is not
-        kept."""
+    def put(self, file: Path, kind: str, obj, name: str, claims: Iterable[str],
+            overrides: Iterable[str] = ()) -> None:
+        """Keep ``obj`` (keyed ``name``, claiming the aliases ``claims``, replacing the specs
+        ``overrides``), loaded from the bytes of ``file``; an object whose plain form would
+        not rebuild it exactly is not kept."""
         if self.path is None:
             return
         digest = self.content_hash(file)
@@ -292,6 +297,7 @@ class SpecCache:
             return
         self.specs[f"{kind}:{digest}"] = {
             "path": str(file), "name": name, "claims": list(claims),
+            "overrides": list(overrides),
             "data": json.dumps(data, separators=(",", ":"), allow_nan=False)}
         self.dirty = True
 
