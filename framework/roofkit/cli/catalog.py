@@ -144,16 +144,12 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from ..catalogue import check_paths
-    from ..errors import SpecError
-    from ..registry import build_registry
+    from ..registry import check_specs
 
-    try:
-        reg = common.registry(args)
-    except SpecError:  # a broken catalogue must not stop checking the files given
-        reg = build_registry(entry_points=not args.no_plugins, specs=False)
-    tables = {**reg._tables, **reg.catalogues}
-    n, problems = check_paths(args.paths, reg.converter, tables)
+    # the files are checked against the catalogue they would join (plugin spec dirs,
+    # --spec-path, ROOFKIT_SPEC_PATH), whether or not it loads as it stands
+    n, problems = check_specs(args.paths, entry_points=not args.no_plugins,
+                              spec_paths=args.spec_path or ())
     if args.json:
         common.print_json({"files": n, "count": len(problems),
                            "problems": [p.to_dict() for p in problems]})
