@@ -245,14 +245,15 @@ def load_spec(kind: SpecKind, ref: str | Path, converter, tables) -> object:
     return obj
 
 
-def check_paths(paths, converter, tables, layers=(), cache=None) -> tuple[int, list[Problem]]:
+def check_paths(paths, converter, tables, layers=(), cache=None
+                ) -> tuple[int, list[Problem], list[Problem]]:
     """``roofkit check``: every spec file under ``paths``, each read as the kind its folder
     or marker says, structured, then stacked as the last layers over ``layers`` (the
     catalogue's own, less the files being checked) and cross-checked against the catalogue
     they would join: its own circuits, op rules and devices included, a broken file hiding
     no other's problems. Every conflict loading would refuse (a name or alias taken from an
     earlier layer without ``overrides``, two files with one name) is reported.
-    (files checked, problems in them)."""
+    (files checked, problems in them, warnings: findings that do not stop loading)."""
     problems: list[Problem] = []
     checked: list[tuple[str, list[tuple[SpecKind, Path]]]] = []
     seen: set[str] = set()
@@ -273,9 +274,18 @@ def check_paths(paths, converter, tables, layers=(), cache=None) -> tuple[int, l
     for label, path in layers:
         files, _ = files_of(path)
         base.append((label, [(k, f) for k, f in files if str(f) not in seen]))
-    _, found = _load_files(base + checked, converter, cache, tables, only=seen)
+    cats, found = _load_files(base + checked, converter, cache, tables, only=seen)
     problems += [p for p in found if p.file in seen]
-    return n, problems
+    warnings: list[Problem] = []
+    every = {**tables, **cats}
+    for folder, cat in cats.items():
+        warn = SPEC_KINDS[folder].warn
+        if warn is None:
+            continue
+        for e in cat._entries.values():
+            if str(e.origin) in seen:
+                warnings += format_problems(e.origin, warn(e.obj, every))
+    return n, problems, warnings
 
 
 def spec_claims(obj, key: str) -> tuple[str, ...]:

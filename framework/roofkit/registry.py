@@ -220,8 +220,8 @@ def _spec_cache(plugin_dirs, infos) -> SpecCache:
 
 
 def check_specs(paths, *, entry_points: bool = True, spec_paths=(), cache: bool = True):
-    """``roofkit check``: (files checked, problems) of the spec files under ``paths``, read
-    as the last layers over the catalogue's own (plugin spec dirs, ``spec_paths``,
+    """``roofkit check``: (files checked, problems, warnings) of the spec files under
+    ``paths``, read as the last layers over the catalogue's own (plugin spec dirs, ``spec_paths``,
     ``ROOFKIT_SPEC_PATH``, less the files being checked), so they are checked against the
     catalogue they would join, whether or not that catalogue loads as it stands."""
     from .catalogue import check_paths
@@ -229,10 +229,11 @@ def check_specs(paths, *, entry_points: bool = True, spec_paths=(), cache: bool 
     reg = build_registry(entry_points=entry_points, spec_paths=spec_paths, specs=False)
     plugin_dirs = [(label, d) for label, d in reg.spec_layers if label.startswith("plugin ")]
     spec_cache = _spec_cache(plugin_dirs, reg.plugins) if cache else None
-    n, problems = check_paths(paths, reg.converter, reg._tables, reg.spec_layers, spec_cache)
+    n, problems, warnings = check_paths(paths, reg.converter, reg._tables, reg.spec_layers,
+                                        spec_cache)
     if spec_cache:
         spec_cache.save()
-    return n, problems
+    return n, problems, warnings
 
 
 @functools.cache

@@ -201,3 +201,55 @@ def test_check_of_a_shipped_file_is_no_conflict_with_itself(capsys):
 def test_check_of_an_override_passes(tmp_path, capsys):
     device(tmp_path / "user", aliases=("h100",), overrides='"h100-sxm"')
     assert check(capsys, tmp_path / "user") == (0, [])
+
+
+# -- a template workload's derived parameter count against its published one ---------------
+
+# tiny dense (tie_embeddings 0, gated FFN, RMSNorm), by hand:
+#   embed 100*64 = 6400; per layer qkv 64*(64 + 2*64) = 12288, o 64*64 = 4096,
+#   ffn 3*64*128 = 24576, two norms 2*64 = 128 -> 41088; two layers 82176;
+#   final norm 64; head 100*64 = 6400. Total 95040.
+TINY_PARAMS = 6400 + 2 * (12288 + 4096 + 24576 + 128) + 64 + 6400
+
+
+def published(root, params):
+    text = WORKLOAD.format(name="tiny-p", template="dense", vocab="vocab = 100")
+    text = text.replace('[provenance]\ndims = "config"',
+                        f'[published]\nparams = {params}\n[provenance]\ndims = "config"\n'
+                        '"published.params" = "config"')
+    return write_spec(root, "workloads", "tiny-p", text)
+
+
+def test_params_far_from_the_published_count_are_refused_naming_both(tmp_path, capsys):
+    assert TINY_PARAMS == 95040
+    path = published(tmp_path / "user", 85000)  # 95040 / 85000 - 1 = +11.8 %
+    code, problems = check(capsys, tmp_path / "user")
+    assert code == 1
+    (p,) = problems
+    assert p["file"] == str(path.resolve()) and p["key"] == "published.params"
+    assert "9.504e-05B" in p["message"] and "8.5e-05B" in p["message"]
+    assert "+11.8%" in p["message"]
+    text = _refused(tmp_path / "user")
+    assert "published.params" in text
+
+
+def test_params_a_little_off_the_published_count_warn_in_check(tmp_path, capsys):
+    import json
+
+    published(tmp_path / "user", 92000)  # +3.3 %
+    with deadline(60):
+        code, out, _ = run_cli(capsys, "check", "--json", str(tmp_path / "user"),
+                               plugins=False)
+    doc = json.loads(out)
+    assert code == 0 and doc["problems"] == []
+    (w,) = doc["warnings"]
+    assert w["key"] == "published.params" and "+3.3%" in w["message"]
+    with deadline(60):
+        reg = roofkit.build_registry(entry_points=False, spec_paths=[tmp_path / "user"])
+    assert reg.workload("tiny-p").published.params == 92000
+
+
+def test_params_within_two_percent_pass_quietly(tmp_path, capsys):
+    published(tmp_path / "user", 95000)
+    code, problems = check(capsys, tmp_path / "user")
+    assert (code, problems) == (0, [])

@@ -148,18 +148,21 @@ def cmd_check(args) -> int:
 
     # the files are checked against the catalogue they would join (plugin spec dirs,
     # --spec-path, ROOFKIT_SPEC_PATH), whether or not it loads as it stands
-    n, problems = check_specs(args.paths, entry_points=not args.no_plugins,
-                              spec_paths=args.spec_path or ())
+    n, problems, warnings = check_specs(args.paths, entry_points=not args.no_plugins,
+                                        spec_paths=args.spec_path or ())
     if args.json:
         common.print_json({"files": n, "count": len(problems),
-                           "problems": [p.to_dict() for p in problems]})
+                           "problems": [p.to_dict() for p in problems],
+                           "warnings": [w.to_dict() for w in warnings]})
         return 1 if problems else 0
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) in {n} file(s)", file=sys.stderr)
         return 1
-    print(f"{n} spec file(s) OK")
+    print(f"{n} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0
 
 
