@@ -12,10 +12,12 @@ Syntax and the expression whitelist are checked when a file is structured
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import attrs
 
+from ..schema.fields import nonnegative, numbers
 from . import expr as _expr
 
 #: A field holding an expression: a string such as ``"2 * rows * k * n"`` or a number.
@@ -38,9 +40,18 @@ MEMORY_FIELDS = ("params", "active_params", "kv_per_token", "kv_tokens", "state_
                  "conv_state_per_seq")
 
 
+#: a dim value a template fixes or a rule defaults: as large as a workload's dims
+DIM_RANGE = nonnegative(1e15)
+
+
 def _expr_problems(path: str, text) -> list[tuple[str, str]]:
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         return [(path, f"expected an expression string or a number, got {text!r}")]
+    if isinstance(text, float) and not math.isfinite(text):
+        return [(path, f"expected a finite number, got {text!r}")]
+    if isinstance(text, int) and abs(text) > _expr.MAX_LITERAL:
+        return [(path, f"number {len(str(abs(text)))} digits long is larger than "
+                 f"{_expr.MAX_LITERAL:g}")]
     try:
         _expr.parse(text)
     except _expr.ExprError as exc:
@@ -130,7 +141,7 @@ class CircuitTemplate:
     parts: tuple[PartSpec, ...] = ()
     nodes: tuple[NodeSpec, ...] = ()
     tp_divides: tuple[str, ...] = ()
-    fixed: dict[str, float] = attrs.field(factory=dict)
+    fixed: dict[str, float] = numbers(DIM_RANGE)
     fractional: tuple[str, ...] = ()
     sources: dict[str, str] = attrs.field(factory=dict)
     notes: str = ""
@@ -221,7 +232,7 @@ class OpRule:
     decode: ModeRule
     description: str = ""
     compute: Literal["matrix", "vector"] = "vector"
-    defaults: dict[str, float] = attrs.field(factory=dict)
+    defaults: dict[str, float] = numbers(DIM_RANGE)
     let: dict[str, Expression] = attrs.field(factory=dict)
     prefill: ModeRule | None = None
     memory: MemoryRule = MemoryRule()
