@@ -174,7 +174,12 @@ def fraction(*, default=attrs.NOTHING, low: float = 0.0, high: float = 1.0,
     return number(Range(low, high, low_open=low_open), default=default, doc=doc)
 
 
-def count(*, maximum: int, default=attrs.NOTHING, minimum: int = 1, doc: str = ""):
+#: the largest count a field accepts unless it says otherwise
+MAX_COUNT = 1_000_000
+
+
+def count(*, maximum: int = MAX_COUNT, default=attrs.NOTHING, minimum: int = 1,
+          doc: str = ""):
     """An integer from ``minimum`` to ``maximum`` (``None`` allowed when that is the
     default)."""
     return attrs.field(default=default, kw_only=True,
