@@ -28,7 +28,6 @@ from ..schema.common import (
 )
 from ..schema.fields import count, fraction, number, positive, quantity
 
-
 #: devices of one cluster: ~5x the largest published training cluster (xAI Colossus, 200k
 #: GPUs in 2025)
 MAX_DEVICES = 1_000_000
