@@ -338,6 +338,18 @@ def _static_lets(lets: dict, static: set[str]) -> set[str]:
     return ok
 
 
+#: format keys that are not node roles: the fallback and the non-weight tensors
+FORMAT_KEYS = ("default", "activations", "kv", "state")
+
+
+def _unknown_role(role: str, roles) -> str:
+    from ..errors import closest
+
+    near = closest(role, roles)
+    hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+    return f"{role!r} is not a role of the template's nodes; {hint}roles: {', '.join(roles)}"
+
+
 def _unknown_msg(bad, known) -> str:
     from ..errors import closest
 
@@ -388,9 +400,12 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
         if name not in settable:
             out.append((f"fractional[{i}]", _unknown_msg([name], settable) +
                         " (only dims a workload sets can be fractional)"))
+    roles = sorted({n.role for n in t.nodes if n.role} | set(FORMAT_KEYS))
     for role, fmt in t.formats.items():
         if precisions and fmt.lower() not in precisions:
             out.append((f"formats.{role}", f"unknown precision {fmt!r}"))
+        if role.lower() not in roles:
+            out.append((f"formats.{role}", _unknown_role(role, roles)))
     part_names = {p.name for p in t.parts}
     for i, p in enumerate(t.parts):
         for f in ("every", "offset", "first", "last", "enabled", "count"):

@@ -13,6 +13,7 @@ from typing import Literal
 
 import attrs
 
+from ..errors import closest
 from .common import check_key
 from .fields import count, number, positive
 
@@ -161,6 +162,16 @@ def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
         name = getattr(case, field)
         if cat is not None and name not in cat and not case.not_predicted:
             out.append((field, f"unknown {field} {name!r} (not in the {table} catalogue)"))
+    cals = tables.get("calibration")
+    runtime = case.config.runtime
+    if runtime and cals is not None:
+        engines = sorted({e for key in cals if getattr(cals[key], "device", "") is None
+                          for e in cals[key].engines})
+        if runtime not in engines:
+            near = closest(runtime, engines)
+            hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+            out.append(("config.runtime", f"runtime {runtime!r} names no engine profile of the "
+                        f"host calibration; {hint}profiles: {', '.join(engines) or 'none'}"))
     precisions = tables.get("precisions", {})
     for f in ("precision", "kv_dtype"):
         v = getattr(case.config, f)
