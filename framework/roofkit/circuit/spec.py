@@ -255,7 +255,48 @@ class OpRule:
             v = getattr(self.memory, f)
             if v is not None:
                 out += _expr_problems(f"memory.{f}", v)
+        return out or self.growth_problems()
+
+    def growth_problems(self) -> list[tuple[str, str]]:
+        """The first expression of each mode (and of the memory) whose tree, with the lets
+        it reads inlined as a plan compiles them, passes the size bound of
+        :func:`~roofkit.circuit.expr.too_big`; measured without building it."""
+        out = []
+        base: dict[str, tuple[int, int]] = {}
+        bad = _grow(self.let, base, "let")
+        if bad:
+            return [bad]
+        for mode in ("decode", "prefill"):
+            rule = getattr(self, mode)
+            if rule is None:
+                continue
+            names = dict(base)
+            bad = _grow(rule.let, names, f"{mode}.let") or _grow(
+                {f: getattr(rule, f) for f in COST_FIELDS}, dict(names), mode)
+            if bad:
+                out.append(bad)
+        bad = _grow({f: getattr(self.memory, f) for f in MEMORY_FIELDS
+                     if getattr(self.memory, f) is not None}, dict(base), "memory")
+        if bad:
+            out.append(bad)
         return out
+
+
+def _grow(table: dict, names: dict, where: str) -> tuple[str, str] | None:
+    """Measure each expression of ``table`` with the names before it inlined, adding each
+    to ``names`` (a let is read by those after it); the first one past the bound."""
+    for k, v in table.items():
+        try:
+            body = _expr.parse(v).body
+        except _expr.ExprError:
+            return None  # reported by the syntax check
+        nodes, depth = _expr.shape(body, {n: names[n] for n in _expr.parse(v).names
+                                          if n in names})
+        why = _expr.too_big(nodes, depth)
+        if why:
+            return (f"{where}.{k}", f"{k}: {why}")
+        names[k] = (nodes, depth)
+    return None
 
 
 # ---------------------------------------------------------------------------- checks
