@@ -106,7 +106,7 @@ def test_bad_arguments_exit_1(capsys):
     (["sweep", "resnet-50", "h100", "--tp", "2"], "tensor parallelism"),
     (["sweep", "resnet-50", "h100", "--kv-dtype", "fp8"], "--mode decode"),
     (["sweep", "llama-3.1-8b", "h100", "--mode", "decode", "-b", "99999999999999999999"],
-     "below 2**63"),
+     "at most 16,777,216"),
     (["sweep", "llama-3.1-8b", "h100", "--mode", "decode", "--kv-dtype", "fp7"],
      "Unknown precision"),
     (["sweep", "llama-3.1-8b", "h100", "--mode", "prefill", "--context", "0"], ">= 1"),

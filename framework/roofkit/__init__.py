@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
+from .errors import ArgumentError, OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
 from .hookspecs import hookimpl, hookspec
 from .types import CostModel, OpKind, Precision, ScenarioKind
 
@@ -40,6 +40,7 @@ __all__ = [
     "CostModel", "OOMError", "OpKind", "PluginError", "Precision", "RoofkitError",
     "ScenarioKind", "SpecError", "UnknownNameError", "__version__", "hookimpl", "hookspec",
     *_LAZY,
+    "ArgumentError",
 ]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import units
 from ..errors import RoofkitError, UnknownNameError, closest
-from ..registry import Registry, default_registry
+from ..registry import Registry, resolve
 
 
 class WorkloadFacts:
@@ -243,7 +243,7 @@ class EngineCache:
             return hit
         hit = self.by_id.get(id(ref))
         if hit is None or hit.spec is not ref:
-            spec = self.registry.workload(ref)  # type check: a Workload spec or TypeError
+            spec = self.registry.workload(ref)  # type check: a Workload spec or ArgumentError
             hit = self.by_id[id(ref)] = workload_facts(spec, self.registry)
         return hit
 
@@ -283,14 +283,17 @@ class EngineCache:
 
     # -- precisions ----------------------------------------------------------------------
     def precision(self, name) -> PrecisionFacts:
-        hit = self.precisions.get(name)
+        hit = self.precisions.get(name) if isinstance(name, str) else None
         if hit is None:
             if not isinstance(name, str):
                 from ..types import Precision
 
                 if isinstance(name, Precision):
                     return PrecisionFacts(name)
-                raise TypeError(f"precision must be a name such as 'bf16', got {name!r}")
+                from ..errors import ArgumentError, shown
+
+                raise ArgumentError(f"precision must be a name such as 'bf16', got "
+                                    f"{shown(name, 80)} ({type(name).__name__})")
             table = self.registry.precisions
             prec = table.get(name.strip().lower())
             if prec is None:
@@ -310,7 +313,7 @@ _LAST: tuple = (None, None)
 def cache_for(registry: Registry | None) -> EngineCache:
     """The engine cache of ``registry`` (the process default registry when None)."""
     global _LAST
-    reg = default_registry() if registry is None else registry
+    reg = resolve(registry)
     last = _LAST
     if reg is last[0]:
         return last[1]

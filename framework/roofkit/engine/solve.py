@@ -17,6 +17,7 @@ by recomputation). Energy = TDP * (idle + dynamic * HFU) * T, 0 without a TDP.
 from __future__ import annotations
 
 from .. import units
+from ..bounds import MAX_BATCH, MAX_DEVICES, MAX_TOKENS
 from ..errors import OOMError
 from . import calibration as cal
 from . import validation
@@ -46,13 +47,13 @@ def solve(model, hardware, batch_size=1, precision="fp16", efficiency=0.5, raise
     circuit's per-node estimate instead of the reference equation.
     """
     # -- validation: a few comparisons on the fast path ----------------------------------
-    if type(batch_size) is not int or batch_size < 1:
+    if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
         batch_size = validation.positive_int("batch_size", batch_size)
     if type(efficiency) is not float or not (_EFF_MIN <= efficiency <= _EFF_MAX):
         efficiency = validation.efficiency(efficiency)
-    if type(seq_len) is not int or seq_len < 1:
+    if type(seq_len) is not int or not 1 <= seq_len <= MAX_TOKENS:
         seq_len = validation.positive_int("seq_len", seq_len)
-    if type(dp_size) is not int or dp_size < 1:
+    if type(dp_size) is not int or not 1 <= dp_size <= MAX_DEVICES:
         dp_size = validation.positive_int("dp_size", dp_size)
     if type(zero_stage) is not int or not (0 <= zero_stage <= 3):
         zero_stage = validation.zero_stage(zero_stage)

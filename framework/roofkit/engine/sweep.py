@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import units
-from ..errors import SpecError
+from .. import bounds, units
+from ..errors import ArgumentError, shown
 from . import calibration as cal
 from . import validation
 from .facts import cache_for
@@ -87,8 +87,9 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     eff = validation.efficiency(efficiency)
     b = np.asarray(batch_sizes)
     if b.ndim != 1 or not np.issubdtype(b.dtype, np.integer) or (b < 1).any():
-        raise SpecError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
-                                   f"{batch_sizes!r}")
+        raise ArgumentError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
+                            f"{shown(batch_sizes)}")
+    bounds.check_array("batch_sizes", b)
     cache = cache_for(registry)
     wf, df, prec = cache.workload(model), cache.device(hardware), cache.precision(precision)
     peak, slot, fell_back = df.peak(prec)
