@@ -8,10 +8,11 @@ import contextlib
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 from typing import NamedTuple
+
+from deadline import deadline
 
 #: seconds any one case may take before it counts as a hang
 TIMEOUT_S = 60
@@ -24,21 +25,6 @@ class Outcome(NamedTuple):
     code: int
     out: str
     err: str
-
-
-@contextlib.contextmanager
-def deadline(seconds: int = TIMEOUT_S):
-    """Fail a case (TimeoutError) that runs past ``seconds``: a hang is a failure."""
-    def fire(signum, frame):
-        raise TimeoutError(f"the case ran past {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def run_cli(*argv, timeout: int = TIMEOUT_S) -> Outcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hostile_run import deadline
+from deadline import deadline
 
 import roofkit
 from roofkit import Engine, RoofkitError, bounds
@@ -16,7 +16,7 @@ W, D = "llama-3.1-8b", "h100"
 
 @pytest.fixture(autouse=True)
 def _deadline():
-    with deadline():
+    with deadline(60):
         yield
 
 

@@ -49,12 +49,12 @@ import numpy as np
 
 from .. import bounds
 from ..errors import ArgumentError, SpecError, UnknownNameError, shown
-from ..registry import resolve
+from ..registry import is_path_ref, resolve
 from ..types import CostModel, Precision
 from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
-from .results import Estimate, Fit, Footprint, NodeCost, bound_of
+from .results import Estimate, Fit, Footprint, NodeCost
 from .roofline import device_roofline
 
 #: keyword settings every estimate accepts besides its named parameters
@@ -110,7 +110,19 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
 
 
 def _ref_key(ref):
+    """A catalogue name (any case) or a spec object's identity; spec files are resolved to
+    their spec first (:func:`_by_file`), never keyed by the path as typed."""
     return ref.lower() if isinstance(ref, str) else id(ref)
+
+
+def _by_file(reg, workload, device):
+    """Workload and device refs with a TOML path replaced by its spec, which the registry
+    keys by real path and content."""
+    if is_path_ref(workload):
+        workload = reg.workload(workload)
+    if device is not None and is_path_ref(device):
+        device = reg.device(device)
+    return workload, device
 
 
 #: the cost model each basis runs when none is named
@@ -155,6 +167,7 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
     basis = settings.get("basis", "datasheet")
     if cost_model is None:
         cost_model = default_cost_model(basis)
+    workload, device = _by_file(reg, workload, device)
     key = ("circuit-plan", _ref_key(workload), _ref_key(device), mode, sections,
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
            tuple(sorted(fmts.items())) if fmts else None, basis,
@@ -238,7 +251,7 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
         node_rows.append(NodeCost(
             node=n.id, op=n.op, section=n.section, count=n.count, flops=flops,
             bytes=b[0] + b[1] + b[2] + b[3] + b[4] + b[5], time=t,
-            bound=bound_of(t_mem, t_cmp, t, t_link), slot="link" if p.link else p.slot,
+            slot="link" if p.link else p.slot,
             weight_bytes=b[0],
             act_bytes=b[1], kv_bytes=b[2] + b[3], state_bytes=b[4] + b[5], t_memory=t_mem,
             t_compute=t_cmp, t_link=t_link, link_bytes=link_bytes))
@@ -317,6 +330,7 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     """
     _check_settings(settings, call="footprint", precision=precision, kv_cache_dtype=kv_cache_dtype)
     reg = resolve(registry)
+    workload, device = _by_file(reg, workload, device)
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
            _ref_key(device), getattr(precision, "name", precision), kv_cache_dtype,

@@ -14,6 +14,8 @@ COMMAND_MODULES = [
     "roofkit.cli.scenarios",
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
+    "roofkit.cli.completion",
+    "roofkit.cli.fleet",
 ]
 
 
@@ -104,6 +106,9 @@ def main(argv=None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 1
+        from . import common
+
+        common.announce_names(args)
         return args.func(args) or 0
     except BrokenPipeError:
         return 0
