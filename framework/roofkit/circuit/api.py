@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 
 from .. import bounds
@@ -190,6 +191,8 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
     plan = build_plan(model, roof, cm, mode, sections=sections)
+    provider = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
+    plan = attrs.evolve(plan, provider=provider)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
     reg._memo[key] = (workload, device, out)
@@ -239,10 +242,13 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
               precision, mem_seqs, mem_context, plugins=()):
     out = plan.run(rows, context, seqs, head_rows)
     total = 0.0
-    for o in out:
-        total = total + o[3]
-    finite = np.all(np.isfinite(total)) if isinstance(total, np.ndarray) else \
-        math.isfinite(total)
+    try:  # a cost model's complex or non-numeric time is not finite either
+        for o in out:
+            total = total + o[3]
+        finite = math.isfinite(total) if type(total) is float else \
+            bool(np.isrealobj(total) and np.all(np.isfinite(total)))
+    except TypeError:
+        finite = False
     if not finite:
         raise plan.arithmetic_error(rows, context, seqs, head_rows)
     node_rows = []
