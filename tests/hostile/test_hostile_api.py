@@ -3,6 +3,8 @@ every call (cached or not); request sizes past their stated bound are refused by
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, Future
+
 import numpy as np
 import pytest
 from deadline import deadline
@@ -10,6 +12,7 @@ from deadline import deadline
 import roofkit
 from roofkit import Engine, RoofkitError, bounds
 from roofkit.errors import ArgumentError
+from roofkit.sweep import distribute
 
 W, D = "llama-3.1-8b", "h100"
 
@@ -126,3 +129,61 @@ def test_a_100_kb_bad_value_is_cut_in_the_message():
     with pytest.raises(ArgumentError) as info:
         Engine.solve(W, D, batch_size="9" * 100_000)
     assert len(str(info.value)) < 1000
+
+
+# -- executors ------------------------------------------------------------------------------
+
+class _Inline(Executor):
+    """Runs each task at submit; ``swap(i, result)`` says what chunk ``i`` hands back."""
+
+    def __init__(self, swap):
+        self.swap, self.calls = swap, 0
+
+    def submit(self, fn, *args):
+        future = Future()
+        result = fn(*args)
+        self.calls += 1
+        future.set_result(self.swap(self.calls - 1, result))
+        return future
+
+
+@pytest.mark.parametrize("swap", [
+    lambda i, r: (r[0], r[1], r[2], r[3].head(0)) if i % 2 else r,  # a chunk's rows dropped
+    lambda i, r: None if i == 1 else r,  # a chunk's result lost
+    lambda i, r: r if i == 0 else (0, r[1] - r[0], r[2], r[3]),  # another chunk's rows
+])
+def test_an_executor_that_drops_or_swaps_chunks_is_an_error_not_half_the_rows(swap):
+    with pytest.raises(RoofkitError, match=r"sweep chunk rows \[\d+, \d+\) of 8"):
+        roofkit.sweep(W, [D], batch_sizes=[1, 2, 4, 8, 16, 32, 64, 128],
+                      executor=_Inline(swap), chunk_size=2)
+
+
+def test_an_honest_executor_gives_every_row():
+    table = roofkit.sweep(W, [D], batch_sizes=[1, 2, 4, 8, 16], executor=_Inline(
+        lambda i, r: r), chunk_size=2)
+    assert list(table["batch_size"]) == [1, 2, 4, 8, 16]
+
+
+_RUN_CHUNK = distribute.run_chunk
+
+
+def _killed_after_the_first_chunk(item):
+    import os
+    import signal
+
+    if item[1] > 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _RUN_CHUNK(item)
+
+
+def test_a_killed_pool_worker_is_an_error_naming_the_chunk(monkeypatch):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forked workers see the patched entry point, and the one that gets row 2 dies
+    monkeypatch.setattr(distribute, "run_chunk", _killed_after_the_first_chunk)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool, \
+            pytest.raises(RoofkitError, match=r"sweep chunk rows \[2, 4\) of 4 failed on the "
+                                              r"executor: BrokenProcessPool.*worker process "
+                                              r"died"):
+        roofkit.sweep(W, [D], batch_sizes=[1, 2, 4, 8], executor=pool, chunk_size=2)
