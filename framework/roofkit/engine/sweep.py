@@ -34,7 +34,7 @@ class SweepResult(list):
 
 def _reason(profile) -> str:
     return profile._df.misfit_reason(f"needs {units.fmt(profile._footprint, 'bytes')}",
-                                     f"{profile._prec.name} weights", False)
+                                     f"{profile._prec.name} weights", False, profile._weights)
 
 
 def sweep(model, hardware_list, batch_sizes=None, precisions=None, efficiency=0.5,
@@ -94,8 +94,8 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     wf, df, prec = cache.workload(model), cache.device(hardware), cache.precision(precision)
     peak, slot, fell_back = df.peak(prec)
     weights = wf.params * prec.bytes_per_element
-    feasible = df.fits(weights, weights, False)
-    bw, tier = df.resident_path(weights) if feasible else df.misfit_path()
+    feasible = df.fits(weights)
+    bw, tier = df.resident_path(weights) if feasible else df.misfit_path(weights, False)
     bf = b.astype(np.float64)
     ops = wf.flops * bf
     t_compute = ops / (peak * eff)
