@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
+from .errors import ArgumentError, OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
 from .hookspecs import hookimpl, hookspec
 from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
 
@@ -42,6 +42,7 @@ __all__ = [
     "RoofkitError",
     "ScenarioKind", "SpecError", "UnknownNameError", "__version__", "hookimpl", "hookspec",
     *_LAZY,
+    "ArgumentError",
 ]
 
 

@@ -61,7 +61,7 @@ def cmd_serve(args) -> int:
     if args.max_load and args.batch is not None:
         raise RoofkitError("--max-load sizes the batch from the KV cache; drop --batch "
                            "(cap the requests in flight with --max-requests N)")
-    if not args.max_load and (args.admission or args.max_requests):
+    if not args.max_load and (args.admission or args.max_requests is not None):
         raise RoofkitError("--admission and --max-requests belong to --max-load; add "
                            "--max-load, or set the batch with --batch B")
     if args.max_load:
@@ -75,12 +75,11 @@ def cmd_serve(args) -> int:
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
-                    engine=args.engine,
-                    require_fit=args.require_fit)
+                    engine=args.engine)
     data = est.to_dict()
     if args.json:
         common.print_json(data)
-        return 0
+        return _enforce_fit(args, est)
     tp = f"{est.tp} x " if est.tp > 1 else ""
     print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
           f"{est.output_len} out, weights {est.precision} ({est.slot} slot), "
@@ -105,7 +104,22 @@ def cmd_serve(args) -> int:
     print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
-    return 0
+    return _enforce_fit(args, est)
+
+
+def _enforce_fit(args, est) -> int:
+    """``--require-fit``: exit 2 when weights and KV do not fit, after the estimate is
+    printed (text or JSON, as ``solve --enforce-fit`` and ``fit --enforce`` do)."""
+    if not args.require_fit or est.fits:
+        return 0
+    import sys
+
+    print(f"roofkit: does not fit (--require-fit, exit 2): {est.workload} at batch "
+          f"{est.batch}, context {est.fit_context} needs "
+          f"{units.fmt(est.memory_per_device, 'bytes')} per device; {est.device} has "
+          f"{units.fmt(est.usable_memory, 'bytes')} usable (largest batch that fits: "
+          f"{est.max_batch()})", file=sys.stderr)
+    return 2
 
 
 def _num(v) -> str:

@@ -35,10 +35,11 @@ import math
 import attrs
 import numpy as np
 
+from .. import bounds
 from ..circuit import api as _circuit
 from ..circuit.results import Footprint, bound_of
 from ..circuit.roofline import BASES, device_roofline, host_calibration
-from ..errors import OOMError, RoofkitError, SpecError
+from ..errors import ArgumentError, OOMError, SpecError, shown
 from . import overhead as _overhead
 
 
@@ -202,9 +203,10 @@ class ServingEstimate:
 
 
 def _positive_int(name: str, value) -> int:
+    """An integer >= 1 within the bound of ``name`` (:mod:`roofkit.bounds`)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise RoofkitError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+        raise ArgumentError(f"{name} must be an integer >= 1, got {shown(value)}")
+    return bounds.check_int(name, int(value))
 
 
 @attrs.frozen
@@ -284,6 +286,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     input_len = _positive_int("input_len", input_len)
     output_len = _positive_int("output_len", output_len)
     tp = _positive_int("tp", tp)
+    bounds.check_int("input_len + output_len", input_len + output_len)  # the last context
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp)
     reg, w, d = s.reg, s.workload, s.device
     roof = device_roofline(d, basis, reg)
@@ -359,6 +362,10 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     if admission not in ADMISSIONS:
         raise SpecError(f"admission must be one of {', '.join(ADMISSIONS)}, got {admission!r}: "
                         + "; ".join(f"{k}: {v}" for k, v in ADMISSIONS.items()))
+    input_len = _positive_int("input_len", input_len)
+    output_len = _positive_int("output_len", output_len)
+    if max_requests is not None:
+        max_requests = _positive_int("max_requests", max_requests)
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
                   _positive_int("tp", tp))
     fp = _footprint(s)
@@ -371,7 +378,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     if batch < 1:
         raise OOMError(f"{s.workload.name} does not fit on {tp} x {d.name} at context "
                        f"{mean_ctx}", required=fp.weights, available=usable)
-    if max_requests:
+    if max_requests is not None:
         batch = min(batch, max_requests)
     est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
                    tp=tp, precision=precision, kv_cache_dtype=s.kv_cache_dtype, basis=basis,
