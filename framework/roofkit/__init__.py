@@ -34,6 +34,7 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "workload_from_hf": "roofkit.importers:workload_from_hf",
 }
 
 __all__ = [
