@@ -155,24 +155,37 @@ def _with(folder: str, **extra) -> dict:
     return {**_config(folder), **extra}
 
 
-def test_awq_int4_maps_to_int4_weights_with_bf16_activations_and_says_so(registry):
+def test_awq_int4_names_the_group_scaled_format_with_its_real_bytes(registry):
     cfg = _with("llama-3.1-8b", quantization_config={
         "quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
         "version": "gemm"})
     w = workload_from_hf(cfg, registry=registry)
-    assert w.formats == {"default": "int4", "activations": "bf16"}
-    assert "group_size 128" in w.notes and "0.125 bits" in w.notes
-    # int4 holds a weight in 0.5 B, bf16 in 2 B: the FFN matrices' bytes fall to a quarter
+    assert w.formats == {"default": "awq-int4-g128"}
+    assert "group_size 128" in w.provenance["formats"]
+    # AWQ int4 g128: 4 + (16-bit scale + 4-bit zero) / 128 bits a weight, bf16 16 bits
     q4 = roofkit.footprint(w, registry=registry).weights_by_role
     bf16 = roofkit.footprint("llama-3.1-8b", registry=registry).weights_by_role
-    assert q4["mlp"] == pytest.approx(bf16["mlp"] / 4)
+    assert q4["mlp"] == pytest.approx(bf16["mlp"] * (4 + 20 / 128) / 16)
     assert q4["lm_head"] == bf16["lm_head"]  # the template keeps the head in bf16
 
 
-def test_gptq_with_eight_bits_maps_to_int8(registry):
-    cfg = _with("qwen2.5-3b", quantization_config={"quant_method": "gptq", "bits": 8,
-                                                   "group_size": 128, "desc_act": False})
-    assert workload_from_hf(cfg, registry=registry).formats["default"] == "int8"
+def test_gptq_with_eight_bits_and_excluded_modules(registry):
+    cfg = _with("qwen2.5-3b", quantization_config={
+        "quant_method": "gptq", "bits": 8, "group_size": 32, "desc_act": False,
+        "modules_to_not_convert": ["lm_head", "model.layers.*.mlp.down_proj",
+                                   "model.layers.3.self_attn"]})
+    w = workload_from_hf(cfg, registry=registry)
+    assert w.formats == {"default": "gptq-int8-g32", "lm_head": "bf16"}
+    # a module kept in 16 bits on some layers, or one projection of a role, is no role of
+    # its own: the notes say so instead of hiding it
+    assert "model.layers.3.self_attn" in w.notes and "mlp.down_proj" in w.notes
+
+
+def test_a_gptq_group_no_format_describes_is_refused_naming_the_key(registry):
+    cfg = _with("qwen2.5-3b", quantization_config={"quant_method": "gptq", "bits": 4,
+                                                   "group_size": -1})
+    with pytest.raises(SpecError, match=r"quantization_config\.group_size"):
+        workload_from_hf(cfg, registry=registry)
 
 
 def test_a_modelopt_nvfp4_folder_sets_weights_activations_and_kv(tmp_path, registry):

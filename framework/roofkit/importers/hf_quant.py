@@ -7,16 +7,18 @@ method                    weights                          GEMM-input activation
 ========================  ===============================  =====================
 ``fp8`` (block or tensor)  fp8 (E4M3)                       fp8 when dynamic/static
 ``mxfp4`` (gpt-oss)        mxfp4 on the MoE experts only    bf16
-``awq``, ``gptq``          int4 / int8 (``bits``)           bf16 (weight-only)
+``awq``, ``gptq``          awq/gptq-int4/8-g32/64/128       fp16 (weight-only)
 ``compressed-tensors``     by ``format`` and num_bits       by input_activations
 ModelOpt ``quant_algo``    FP8, NVFP4, W4A16_AWQ, W4A8_AWQ  fp8, nvfp4, bf16, fp8
-``bitsandbytes``           int8 / int4 (nf4 as int4)        bf16
+``bitsandbytes``           nf4, bnb-fp4 (-dq), bnb-int8     bf16 / int8
 ========================  ===============================  =====================
 
 Modules a config keeps unquantized (``modules_to_not_convert``, ``ignore``,
-``exclude_modules``) become roles pinned to bf16. Group-scaled integer formats (AWQ/GPTQ
-``group_size``) map to the registered ``int4``/``int8``, which carry no group scale; the
-notes say how many bits a weight the scales add.
+``exclude_modules``) become roles pinned to bf16. AWQ, GPTQ and bitsandbytes name the
+registered group-scaled formats (:func:`roofkit.quantization.precision_from_hf`, scales and
+zero points counted); the integer schemes of ModelOpt (W4A16/W4A8 AWQ) and
+compressed-tensors map to the plain ``int4``/``int8``, and the notes say how many bits a
+weight their scales add.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ def _excluded(modules, file: str, key: str, q: Quant) -> None:
         elif re.search(r"layers\.\d", str(m)):
             q.notes.append(f"{key} entry {m!r} keeps only some layers' {role} in 16 bits; "
                            "every layer's is costed quantized")
+        elif re.search(r"(q|k|v|o|qkv|gate|up|down|gate_up)_proj$", str(m)):
+            q.notes.append(f"{key} entry {m!r} keeps one projection of the {role} weights in "
+                           "16 bits; the role is costed quantized")
         else:
             q.formats.setdefault(role, "bf16")
 
@@ -103,14 +108,20 @@ def _mxfp4(qc: Mapping, file: str, key: str, q: Quant) -> None:
         q.formats["experts"] = "mxfp4"
 
 
-def _awq_gptq(qc: Mapping, file: str, key: str, method: str, q: Quant) -> None:
-    bits = qc.get("bits", qc.get("w_bit", 4))
-    group = qc.get("group_size", qc.get("q_group_size", 128))
-    q.formats["default"] = _int_weights(bits, group, file, key, method, q)
-    q.formats["activations"] = "bf16"
-    q.source = f"config quantization_config: quant_method {method}, bits {bits}, " \
-               f"group_size {group} (weight-only)"
-    _excluded(qc.get("modules_to_not_convert"), file, f"{key}.modules_to_not_convert", q)
+def _weight_only(qc: Mapping, file: str, key: str, method: str, q: Quant) -> None:
+    """AWQ, GPTQ and bitsandbytes: the registered group-scaled format with its real bytes
+    (:func:`roofkit.quantization.precision_from_hf`), which declares the 16-bit activations
+    it computes beside."""
+    from ..quantization import precision_from_hf
+
+    q.formats["default"] = precision_from_hf(qc, where=file)
+    keys = ("bits", "group_size", "zero_point", "load_in_4bit", "load_in_8bit",
+            "bnb_4bit_quant_type", "bnb_4bit_use_double_quant")
+    said = ", ".join(f"{k} {qc[k]}" for k in keys if k in qc)
+    q.source = f"config quantization_config: quant_method {method}" + (f", {said}" if said
+                                                                          else "")
+    skip = "llm_int8_skip_modules" if method == "bitsandbytes" else "modules_to_not_convert"
+    _excluded(qc.get(skip), file, f"{key}.{skip}", q)
 
 
 def _compressed(qc: Mapping, file: str, key: str, q: Quant) -> None:
@@ -179,21 +190,6 @@ def _modelopt(qc: Mapping, file: str, key: str, q: Quant) -> None:
     _excluded(qc.get("exclude_modules"), file, f"{key}.exclude_modules", q)
 
 
-def _bnb(qc: Mapping, file: str, key: str, q: Quant) -> None:
-    if qc.get("load_in_8bit"):
-        q.formats["default"] = "int8"
-    elif qc.get("load_in_4bit"):
-        q.formats["default"] = "int4"
-        kind = qc.get("bnb_4bit_quant_type", "fp4")
-        q.notes.append(f"bitsandbytes 4-bit ({kind}) with a scale per 64 weights is costed "
-                       "as int4 (no block scale)")
-    else:
-        raise SpecError(Problem(file, key, "bitsandbytes config loads neither 8 nor 4 bits"))
-    q.formats["activations"] = "bf16"
-    q.source = "config quantization_config: bitsandbytes"
-    _excluded(qc.get("llm_int8_skip_modules"), file, f"{key}.llm_int8_skip_modules", q)
-
-
 def quant_formats(qc: Mapping | None, file: str, key: str = "quantization_config") -> Quant:
     """The formats of a quantization config (``None``: unquantized, no formats)."""
     q = Quant()
@@ -209,14 +205,12 @@ def quant_formats(qc: Mapping | None, file: str, key: str = "quantization_config
         _fp8(qc, file, key, q)
     elif method == "mxfp4":
         _mxfp4(qc, file, key, q)
-    elif method in ("awq", "gptq"):
-        _awq_gptq(qc, file, key, method, q)
+    elif method in ("awq", "gptq", "bitsandbytes"):
+        _weight_only(qc, file, key, method, q)
     elif method == "compressed-tensors":
         _compressed(qc, file, key, q)
     elif method == "modelopt":
         _modelopt(qc, file, key, q)
-    elif method == "bitsandbytes":
-        _bnb(qc, file, key, q)
     else:
         raise SpecError(Problem(file, f"{key}.quant_method", (
             f"quant_method {method!r} is not mapped; mapped: fp8, mxfp4, awq, gptq, "
