@@ -368,3 +368,43 @@ def test_import_hf_of_an_unmapped_model_exits_one_naming_the_key(tmp_path, capsy
     cfg.write_text(json.dumps({"model_type": "rwkv5"}))
     assert main(["import-hf", str(cfg)]) == 1
     assert "model_type 'rwkv5' is not mapped" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- Falcon
+# FalconConfig keys (transformers configuration_falcon.py) with the values the catalogue's
+# falcon-180b.toml cites from the TensorRT-LLM Falcon-180B config
+FALCON_180B = {"model_type": "falcon", "architectures": ["FalconForCausalLM"],
+               "hidden_size": 14848, "num_attention_heads": 232, "num_hidden_layers": 80,
+               "num_kv_heads": 8, "new_decoder_architecture": True, "parallel_attn": True,
+               "bias": False, "alibi": False, "vocab_size": 65024,
+               "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+
+
+def test_falcon_new_decoder_architecture_lowers_to_the_catalogue_falcon_180b(registry):
+    w = workload_from_hf(FALCON_180B, registry=registry)
+    assert (w.dims["kv_heads"], w.dims["head_dim"], w.dims["ffn"]) == (8, 64, 4 * 14848)
+    assert workload_stats(w, registry).params == pytest.approx(
+        workload_stats("falcon-180b", registry).params, rel=1e-9)
+
+
+def test_falcon_7b_multi_query_shares_one_kv_head(registry):
+    cfg = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+           "num_hidden_layers": 32, "multi_query": True, "new_decoder_architecture": False,
+           "parallel_attn": True, "bias": False, "alibi": False, "vocab_size": 65024}
+    w = workload_from_hf(cfg, registry=registry)
+    assert w.dims["kv_heads"] == 1 and "parallel attention" in w.notes
+    # per layer: query_key_value 4544 x (71 + 2) * 64, dense 4544^2, the 4x MLP 2 * 4544 *
+    # 18176, two LayerNorms (weight and bias) of 4544; tied 65024 x 4544 embedding, final norm
+    layer = 4544 * 73 * 64 + 4544**2 + 2 * 4544 * 18176 + 2 * 2 * 4544
+    assert workload_stats(w, registry).params == 32 * layer + 65024 * 4544 + 2 * 4544
+
+
+def test_falcon_alibi_is_refused(registry):
+    with pytest.raises(SpecError, match=r":alibi"):
+        workload_from_hf({**FALCON_180B, "alibi": True}, registry=registry)
+
+
+def test_import_hf_takes_a_registry_key(tmp_path, capsys):
+    out = tmp_path / "w.toml"
+    assert main(["import-hf", str(HF / "gpt2"), "--name", "my-gpt2", "-o", str(out)]) == 0
+    assert 'name = "my-gpt2"' in out.read_text()

@@ -127,9 +127,9 @@ def workload_toml(ref, *, name: str | None = None) -> str:
     model = ref if isinstance(ref, HFModel) else read_hf(ref)
     table = workload_table(model, name=name)
     return dumps(table, header=(
-        f"{table['display_name']}: imported by `roofkit import-hf` from {model.config_file}.\n"
-        "Dims come from the config (see [provenance]); parameters and FLOPs are derived by "
-        "the circuit template."))
+        f"{table['display_name']}: imported by `roofkit import-hf` from\n"
+        f"{model.config_file}. Dims come from the config (see [provenance]);\n"
+        "parameters and FLOPs are derived by the circuit template, never typed."))
 
 
 
