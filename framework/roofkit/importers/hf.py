@@ -95,8 +95,8 @@ def workload_table(ref, *, name: str | None = None) -> dict:
         provenance["published.params"] = model.stored_params_why
     table["sources"] = sources
     table["provenance"] = provenance
-    table["notes"] = " ".join(
-        [f"Imported from a Hugging Face config.json (model_type {mt}).", *notes])
+    table["notes"] = " ".join(n if n.endswith(".") else f"{n}." for n in (
+        f"Imported from a Hugging Face config.json (model_type {mt})", *notes))
     return table
 
 
