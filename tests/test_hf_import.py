@@ -408,3 +408,34 @@ def test_import_hf_takes_a_registry_key(tmp_path, capsys):
     out = tmp_path / "w.toml"
     assert main(["import-hf", str(HF / "gpt2"), "--name", "my-gpt2", "-o", str(out)]) == 0
     assert 'name = "my-gpt2"' in out.read_text()
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"hidden_size": "4096"}, "hidden_size"),
+    ({"num_attention_heads": 0}, "num_attention_heads"),
+    ({"num_hidden_layers": float("nan")}, "num_hidden_layers"),
+    ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"),
+    ({"sliding_window": [4096]}, "sliding_window"),
+])
+def test_a_malformed_value_is_a_spec_error_naming_the_key(registry, change, key):
+    with pytest.raises(SpecError) as exc:
+        workload_from_hf(_with("mistral-7b-v0.3", **change), registry=registry)
+    assert f":{key}" in str(exc.value)
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "qwen3_moe", "mlp_only_layers": 5},
+    {"d_model": 768, "n_layer": 24, "vocab_size": 50277, "ssm_cfg": "Mamba2"},
+    {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+     "num_hidden_layers": 32, "intermediate_size": 11008, "vocab_size": 32000,
+     "head_dim": float("inf")},
+])
+def test_hostile_configs_are_spec_errors_never_tracebacks(registry, cfg):
+    with pytest.raises(SpecError):
+        workload_from_hf(cfg, registry=registry)
+
+
+def test_a_config_json_holding_a_list_is_refused(tmp_path, registry):
+    (tmp_path / "config.json").write_text("[1, 2, 3]")
+    with pytest.raises(SpecError, match="must hold a JSON object"):
+        workload_from_hf(tmp_path, registry=registry)

@@ -58,6 +58,7 @@ class Draft:
     """A workload table being built: its dims, provenance beyond ``dims = "config"``, notes."""
 
     template: str
+    file: str = ""
     dims: dict = attrs.field(factory=dict)
     provenance: dict = attrs.field(factory=dict)
     notes: list = attrs.field(factory=list)
@@ -65,8 +66,14 @@ class Draft:
 
     def dim(self, key: str, value, why: str | None = None) -> None:
         """Set a dim; ``why`` (a provenance entry) when it is not read straight from a key."""
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise SpecError(Problem(self.file, None, (
+                f"the value for dim {key!r} is {value!r}, not a finite number; check the "
+                "config key it is read from")))
         v = float(value)
-        self.dims[key] = int(v) if v == int(v) else v
+        self.dims[key] = int(v) if v.is_integer() else v
         if why:
             self.provenance[f"dims.{key}"] = why
 
@@ -103,11 +110,22 @@ class Reader:
         if v is None:
             raise self.error(keys[0], f"model_type {self.model_type!r} needs "
                              f"{' or '.join(map(repr, keys))}, which the config lacks")
-        return self.number(keys[0], v)
+        key = next(k for k in keys if self.config.get(k) is not None)
+        v = self.number(key, v)
+        if v <= 0:
+            raise self.error(key, f"{key} = {json_text(v)} must be positive")
+        return v
 
     def number(self, key: str, v):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise self.error(key, f"{key} = {v!r} is not a number")
+        return v
+
+    def table(self, key: str) -> Mapping:
+        """A sub-table of the config (``ssm_cfg``), empty when absent."""
+        v = self.get(key, {})
+        if not isinstance(v, Mapping):
+            raise self.error(key, f"{key} must be a JSON object, got {v!r}")
         return v
 
     def flag(self, key: str, default: bool) -> int:
@@ -408,6 +426,9 @@ def _moe_layers(r: Reader, d: Draft, sparse_key: str = "decoder_sparse_step") ->
     step = r.get(sparse_key, 1)
     d.dim("moe_every", r.number(sparse_key, step))
     only = r.get("mlp_only_layers", [])
+    if not isinstance(only, list) or not all(isinstance(i, int) for i in only):
+        raise r.error("mlp_only_layers", f"mlp_only_layers must be a list of layer indices, "
+                      f"got {only!r}")
     if only:
         if only != list(range(len(only))):
             raise r.error("mlp_only_layers", (
@@ -556,7 +577,7 @@ MAMBA_SSM = "https://github.com/state-spaces/mamba/blob/main/mamba_ssm/modules"
 
 def map_mamba(r: Reader, d: Draft) -> None:
     d.sources["mamba_ssm"] = f"{MAMBA_SSM}/mamba_simple.py"
-    ssm = r.get("ssm_cfg", {}) or {}
+    ssm = r.table("ssm_cfg")
     hid = _ssm_common(r, d, "MambaConfig")
     d.dim("ssm_state", r.get("state_size", ssm.get("d_state", 16)),
           None if r.has("state_size") else "mamba_ssm: Mamba default d_state 16")
@@ -574,7 +595,7 @@ def map_mamba(r: Reader, d: Draft) -> None:
 
 def map_mamba2(r: Reader, d: Draft) -> None:
     d.sources["mamba_ssm"] = f"{MAMBA_SSM}/mamba2.py"
-    ssm = r.get("ssm_cfg", {}) or {}
+    ssm = r.table("ssm_cfg")
     hid = _ssm_common(r, d, "Mamba2Config")
     expand = r.get("expand", ssm.get("expand", 2))
     d.dim("expand", expand, None if r.has("expand") else "mamba_ssm: Mamba2 default expand 2")
@@ -653,9 +674,12 @@ MODEL_TYPE_ALIASES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon"}
 def model_type_of(config: Mapping, file: str) -> str:
     """The config's ``model_type``; the native ``mamba_ssm`` configs (``d_model`` and
     ``ssm_cfg``, no model_type) are Mamba or Mamba2 by ``ssm_cfg.layer``."""
+    if not isinstance(config, Mapping):
+        raise SpecError(Problem(file, None, "a config must be a JSON object (a mapping)"))
     mt = config.get("model_type")
     if mt is None and "d_model" in config and "ssm_cfg" in config:
-        layer = (config.get("ssm_cfg") or {}).get("layer", "Mamba1")
+        ssm = config.get("ssm_cfg")
+        layer = ssm.get("layer", "Mamba1") if isinstance(ssm, Mapping) else "Mamba1"
         return "mamba2" if layer == "Mamba2" else "mamba"
     if not isinstance(mt, str):
         raise SpecError(Problem(file, "model_type", "the config has no model_type; is this a "
@@ -681,7 +705,7 @@ def map_config(config: Mapping, file: str) -> Draft:
     for k in ("model_type", "architectures", "torch_dtype", "dtype", "quantization_config",
               "_name_or_path", "ssm_cfg"):
         r.ignore(k)
-    d = Draft(arch.template)
+    d = Draft(arch.template, file)
     arch.build(r, d)
     unread = r.unread_cost_keys()
     if unread:

@@ -22,6 +22,7 @@ from pathlib import Path
 import attrs
 
 from ..errors import Problem, SpecError
+from ..files import MAX_BYTES, read_spec_bytes
 
 #: bytes per element of a checkpoint's ``torch_dtype``
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -88,13 +89,17 @@ def is_hf_path(ref) -> bool:
     return p.is_dir() and (p / "config.json").is_file()
 
 
-def _read_json(path: Path, what: str) -> dict:
+def _read_json(path: Path, what: str, limit: int = MAX_BYTES) -> dict:
+    """A JSON object from a regular file of at most ``limit`` bytes (FIFOs, devices, loops
+    and huge files are refused by :func:`~roofkit.files.read_spec_bytes`)."""
+    if not path.exists() and not path.is_symlink():
+        raise SpecError(Problem(str(path), None, f"{what} does not exist"))
+    raw = read_spec_bytes(path, limit)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(Problem(str(path), None, f"{what} does not exist")) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(Problem(str(path), None, f"{what} is not readable JSON: {exc}")) \
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise SpecError(Problem(str(path), None, f"{what} is not readable JSON: {why}")) \
             from None
     if not isinstance(data, dict):
         raise SpecError(Problem(str(path), None, f"{what} must hold a JSON object"))
@@ -136,7 +141,7 @@ def _stored_params(folder: Path, config: Mapping, quantized: bool):
     index = folder / "model.safetensors.index.json"
     single = folder / "model.safetensors"
     if index.is_file():
-        data = _read_json(index, "the safetensors index")
+        data = _read_json(index, "the safetensors index", limit=16 * MAX_BYTES)
         shards = sorted(set((data.get("weight_map") or {}).values()))
         if shards and all((folder / s).is_file() for s in shards):
             n = sum(safetensors_elements(folder / s) for s in shards)
