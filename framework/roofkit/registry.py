@@ -136,20 +136,26 @@ class Registry:
     def _is_hf(self, ref) -> bool:
         """Whether a workload reference is a Hugging Face config.json or model folder (a
         catalogue name or alias always wins over a folder of the same name)."""
+        if isinstance(ref, str):
+            if ref in self.catalogues["workloads"] or ref.endswith(".toml"):
+                return False
+        elif not isinstance(ref, Path):
+            return False
         from .importers.hf_folder import is_hf_path
 
-        if isinstance(ref, str) and ref in self.catalogues.get("workloads", ()):
-            return False
         return is_hf_path(ref)
 
     def _hf_workload(self, ref):
-        """The workload imported from a Hugging Face model, once per config file version."""
+        """The workload imported from a Hugging Face model, once per version of its files
+        (keyed by their paths and modification times, so a second lookup reads nothing)."""
         from .importers import read_hf, workload_from_hf
+        from .importers.hf_folder import model_files_key
 
-        model = read_hf(ref)
-        cfg = Path(model.config_file)
-        key = ("hf-workload", str(cfg.resolve()), cfg.stat().st_mtime_ns)
-        return self.memo(key, lambda: workload_from_hf(model, registry=self))
+        key = ("hf-workload", model_files_key(ref))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = workload_from_hf(read_hf(ref), registry=self)
+        return hit
 
     def _other_kind_hint(self, folder: str, name: str) -> str:
         """'h100' is a device, not a workload…: the catalogue ``name`` is in when it is not

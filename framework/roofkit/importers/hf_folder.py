@@ -160,11 +160,12 @@ def _stored_params(folder: Path, config: Mapping, quantized: bool):
     return None, "", None
 
 
-def read_hf(ref, *, hub: bool = True) -> HFModel:
-    """Read a model: a config dict, a config.json path, a folder, or (``hub``) a hub id in
-    the local cache. SpecError naming the file when it cannot."""
-    if isinstance(ref, Mapping):
-        return HFModel(config=dict(ref), config_file="<config dict>")
+#: the files beside config.json whose contents change the imported workload
+SIDE_FILES = ("hf_quant_config.json", "model.safetensors.index.json", "model.safetensors")
+
+
+def _locate(ref, hub: bool = True) -> tuple[Path, Path]:
+    """(folder, config.json path) that ``ref`` names, without reading them."""
     text = str(ref)
     p = Path(text).expanduser()
     if not p.exists() and hub and is_hub_id(text):
@@ -177,12 +178,36 @@ def read_hf(ref, *, hub: bool = True) -> HFModel:
                 "folder or config.json path")))
         p = snap
     if p.is_dir():
-        folder, cfg_file = p, p / "config.json"
-        if not cfg_file.is_file():
+        if not (p / "config.json").is_file():
             raise SpecError(Problem(str(p), None, "this folder has no config.json; pass a "
                                     "Hugging Face model folder or its config.json"))
-    else:
-        folder, cfg_file = p.parent, p
+        return p, p / "config.json"
+    return p.parent, p
+
+
+def model_files_key(ref) -> tuple:
+    """What identifies one version of a model's files: each file's absolute path, inode,
+    size and modification time (a missing side file is part of the key too)."""
+    folder, cfg = _locate(ref)
+
+    def stamp(path: Path):
+        where = os.path.abspath(path)
+        try:
+            st = os.stat(where)
+        except OSError:
+            return where, None
+        return where, st.st_ino, st.st_size, st.st_mtime_ns
+
+    return (stamp(cfg), *(stamp(folder / f) for f in SIDE_FILES))
+
+
+def read_hf(ref, *, hub: bool = True) -> HFModel:
+    """Read a model: a config dict, a config.json path, a folder, or (``hub``) a hub id in
+    the local cache. SpecError naming the file when it cannot."""
+    if isinstance(ref, Mapping):
+        return HFModel(config=dict(ref), config_file="<config dict>")
+    text = str(ref)
+    folder, cfg_file = _locate(ref, hub)
     config = _read_json(cfg_file, "the model config")
     quant_file = folder / "hf_quant_config.json"
     quant = _read_json(quant_file, "hf_quant_config.json") if quant_file.is_file() else None
