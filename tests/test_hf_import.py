@@ -439,3 +439,11 @@ def test_a_config_json_holding_a_list_is_refused(tmp_path, registry):
     (tmp_path / "config.json").write_text("[1, 2, 3]")
     with pytest.raises(SpecError, match="must hold a JSON object"):
         workload_from_hf(tmp_path, registry=registry)
+
+
+def test_a_model_class_whose_head_the_template_does_not_cost_is_refused(registry):
+    cfg = _with("llama-3.1-8b", architectures=["LlamaForSequenceClassification"])
+    with pytest.raises(SpecError, match=r"LlamaForSequenceClassification.*:architectures"):
+        workload_from_hf(cfg, registry=registry)
+    assert roofkit.workload_from_hf(_config("llama-3.1-8b"), registry=registry).template == \
+        "dense"  # LlamaForCausalLM is the head the template costs

@@ -697,6 +697,30 @@ def model_type_of(config: Mapping, file: str) -> str:
     return mt
 
 
+#: the model classes (``architectures``) whose head the templates cost: a causal LM head
+#: for decoders; the bare encoder (with its pooler) or its pre-training heads for BERT
+_HEADS = ("ForCausalLM", "LMHeadModel")
+_ENCODER_HEADS = ("BertModel", "BertForMaskedLM", "BertForPreTraining")
+
+
+def _check_architectures(r: Reader, d: Draft) -> None:
+    archs = r.config.get("architectures")
+    if archs is None:
+        return
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise r.error("architectures", "architectures must be a list of class names")
+    ok = _ENCODER_HEADS if d.template == "encoder" else _HEADS
+    bad = [a for a in archs if not (a in ok or a.endswith(ok))]
+    if bad:
+        raise r.error("architectures", (
+            f"{bad[0]} has a head the {d.template!r} template does not cost (it has "
+            f"{'a pooler' if d.template == 'encoder' else 'a vocabulary LM head'}); mapped "
+            f"classes end in {', '.join(ok)}"))
+    if any(a != "BertModel" for a in archs) and d.template == "encoder":
+        d.notes.append(f"{archs[0]}'s pre-training head (a hidden x hidden transform and "
+                       "LayerNorm before the tied decoder) is not costed; the pooler is")
+
+
 def map_config(config: Mapping, file: str) -> Draft:
     """The dims, provenance and notes of ``config``; SpecError naming the key on refusal."""
     mt = model_type_of(config, file)
@@ -707,6 +731,7 @@ def map_config(config: Mapping, file: str) -> Draft:
         r.ignore(k)
     d = Draft(arch.template, file)
     arch.build(r, d)
+    _check_architectures(r, d)
     unread = r.unread_cost_keys()
     if unread:
         k = unread[0]
