@@ -10,6 +10,7 @@ when the file differs from what the code generates (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import sys
 import types
@@ -196,14 +197,20 @@ def _table(cls, prefix: str, out: list[str], seen: set) -> None:
         _table(sub, f"{path}." if how != "array" else "", out, seen)
 
 
+@functools.cache
+def _builtin_registry():
+    """roofkit's own registry, without third-party plugins: the page documents roofkit."""
+    from .registry import build_registry
+
+    return build_registry(entry_points=False)
+
+
 def reference_markdown(registry=None) -> str:
     """The whole reference page (scenario kinds from ``registry``, the builtin one unless
     given)."""
-    from .registry import build_registry
     from .spec_kinds import SPEC_KINDS
 
-    reg = registry if registry is not None else build_registry(entry_points=False,
-                                                               cache=False)
+    reg = registry if registry is not None else _builtin_registry()
     out = [HEADER]
     out.append("Spec kinds: " + ", ".join(
         f"[{k.noun}](#{k.noun.replace(' ', '-')}-{k.folder})" for k in SPEC_KINDS.values())
