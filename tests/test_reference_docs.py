@@ -65,3 +65,21 @@ def test_check_fails_on_a_stale_page_and_passes_on_a_fresh_one(tmp_path, capsys)
     assert "stale" in capsys.readouterr().err
     assert main(["reference", "-o", str(page)]) == 0
     assert main(["reference", "-o", str(page), "--check"]) == 0
+
+
+def test_a_range_object_writes_itself_and_known_keys_are_listed():
+    class Span:  # the shape of a declared value range: it words itself
+        def text(self, dimension=None):
+            return "[1, 64]"
+
+    @attrs.frozen
+    class Toy:
+        width: float = attrs.field(default=1.0, metadata={"roofkit": {"range": Span()}})
+        table: dict = attrs.field(factory=dict, metadata={"roofkit": {
+            "keys": ("kernel",), "closed": True}})
+
+    out: list[str] = []
+    _table(Toy, "", out, set())
+    text = "\n".join(out)
+    assert "| `width` | number |  | [1, 64] | `1.0` |  |" in text
+    assert "keys only `kernel`" in text

@@ -101,13 +101,20 @@ def _unit(meta: dict | None) -> str:
 
 
 def _range(meta: dict | None, tp) -> str:
-    """The allowed values a field's metadata declares, in words."""
+    """The allowed values a field's metadata declares, in words: its range (a ``Range``
+    object that writes itself, or a ``(low, high, low_open)`` tuple), a minimum and maximum,
+    the sign a quantity must have, and the keys a table knows."""
     if not meta:
         return ""
     parts = []
-    if "range" in meta:
-        low, high, low_open = meta["range"]
-        parts.append(f"{'(' if low_open else '['}{low:g}, {high:g}]")
+    dim = meta.get("dimension")
+    rng = meta.get("range")
+    if rng is not None:
+        if hasattr(rng, "text"):
+            parts.append(rng.text(dim) if dim else rng.text())
+        else:
+            low, high, low_open = rng
+            parts.append(f"{'(' if low_open else '['}{low:g}, {high:g}]")
     lo, hi = meta.get("minimum"), meta.get("maximum")
     if lo is not None and hi is not None:
         parts.append(f"[{lo:g}, {hi:g}]")
@@ -115,14 +122,15 @@ def _range(meta: dict | None, tp) -> str:
         parts.append(f">= {lo:g}")
     elif hi is not None:
         parts.append(f"<= {hi:g}")
-    for key, text in (("low", ">= {:g}"), ("high", "<= {:g}")):
-        if isinstance(meta.get(key), int | float) and "range" not in meta:
-            parts.append(text.format(meta[key]))
-    if meta.get("dimension"):
+    if dim and rng is None:
         if meta.get("nonnegative"):
             parts.append(">= 0")
         elif meta.get("positive"):
             parts.append("> 0")
+    keys = meta.get("keys")
+    if keys:
+        shown = ", ".join(f"`{k}`" for k in keys)
+        parts.append(f"keys {'only ' if meta.get('closed') else 'read: '}{shown}")
     return ", ".join(parts)
 
 
