@@ -35,6 +35,7 @@ _LAZY = {
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
+    "workload_from_hf": "roofkit.importers:workload_from_hf",
 }
 
 __all__ = [

@@ -16,6 +16,8 @@ COMMAND_MODULES = [
     "roofkit.cli.serving",
     "roofkit.cli.completion",
     "roofkit.cli.fleet",
+    "roofkit.cli.importers",
+    "roofkit.cli.docs",
 ]
 
 
