@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
     "roofkit.cli.completion",
+    "roofkit.cli.plot",
 ]
 
 
