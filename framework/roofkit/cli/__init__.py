@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "roofkit.cli.serving",
     "roofkit.cli.completion",
     "roofkit.cli.plot",
+    "roofkit.cli.fleet",
 ]
 
 
