@@ -467,4 +467,5 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
                required=req, usable=usable, capacity=mem.capacity,
                usable_fraction=mem.usable_fraction,
                usable_reason=mem.usable_reason or "the whole capacity (no usable_fraction "
-               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp)
+               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp,
+               plugins=tuple(reg.plugin_set))

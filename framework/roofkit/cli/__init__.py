@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
     "roofkit.cli.completion",
+    "roofkit.cli.plot",
     "roofkit.cli.fleet",
     "roofkit.cli.importers",
     "roofkit.cli.docs",

@@ -40,11 +40,12 @@ from ..circuit import api as _circuit
 from ..circuit.results import Footprint, bound_of
 from ..circuit.roofline import BASES, device_roofline, host_calibration
 from ..errors import ArgumentError, OOMError, SpecError, shown
+from ..results import Headline, Result
 from . import overhead as _overhead
 
 
-@attrs.frozen(eq=False)
-class ServingEstimate:
+@attrs.frozen(eq=False, repr=False)
+class ServingEstimate(Result):
     """The estimate of one serving configuration; times in seconds inside, ms in ``*_ms``."""
 
     workload: str
@@ -94,6 +95,24 @@ class ServingEstimate:
         if dec is not None:
             e += float(np.sum(np.broadcast_to(dec.energy, (steps,))))
         return self.tp * (e + _energy(pre.tdp, 0.0, host_time))  # idle on the host
+
+    HEADLINE = (
+        Headline("ttft", "ms", "ttft_ms", "time to first token"),
+        Headline("itl", "ms", "itl_ms", "inter-token latency"),
+        Headline("e2e", "ms", "e2e_ms", "end-to-end"),
+        Headline("output_tokens_per_s", "token/s", "output_tokens_per_s", "output tokens/s"),
+        Headline("energy", "J", "energy", "energy", key_name="energy_j"),
+        Headline("memory_per_device", "B", "memory_per_device", "memory per device",
+                 key_name="required_per_device_bytes"),
+    )
+    KIND = "serving estimate"
+    PLOT = "serve"
+
+    def title(self) -> str:
+        tp = f"{self.tp} x " if self.tp > 1 else ""
+        return (f"{self.workload} on {tp}{self.device}: batch {self.batch}, "
+                f"{self.input_len} in / {self.output_len} out, {self.precision}, "
+                f"{self.basis} basis")
 
     # -- headline numbers -----------------------------------------------------------------
     @property

@@ -22,6 +22,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError, SpecError
+from ..results import Headline, Result
 from .estimate import configure, estimate, max_load
 
 SCORED = "single-node inference"
@@ -55,12 +56,30 @@ class CaseResult:
                 **{f"error_{b}": self.error(b) for b in BASES}}
 
 
-@attrs.frozen
-class Report:
+@attrs.frozen(repr=False)
+class Report(Result):
     """Every case, and per basis the median and maximum absolute error of the scored ones."""
 
     cases: tuple[CaseResult, ...]
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced the predictions
+
+    HEADLINE = tuple(
+        Headline(f"{stat}_error_{b}", "%", (lambda r, b=b, f=stat: _percent(
+            getattr(r, f)(b))), f"{stat} |error| {b}", key_name=f"{stat}_abs_error_{b}_pct")
+        for b in BASES for stat in ("median", "max"))
+    KIND = "validation report"
+    PLOT = "validation"
+    basis = "both: every case predicted on the datasheet and on the calibrated basis"
+
+    def title(self) -> str:
+        return f"{len(self.cases)} cases, {len(self.scored())} scored ({SCORED})"
+
+    def identity(self) -> dict:
+        return {"cases": len(self.cases), "scored": len(self.scored())}
+
+    def frame_rows(self) -> list[dict]:
+        """One row per case (``CaseResult.to_dict``)."""
+        return [c.to_dict() for c in self.cases]
 
     def scored(self) -> list[CaseResult]:
         return [c for c in self.cases if c.group == SCORED]
@@ -89,7 +108,11 @@ class Report:
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
-                "plugins": list(self.plugins)}
+                **self.headline(), "basis": self.basis, "plugins": list(self.plugins)}
+
+
+def _percent(v):
+    return None if v is None else 100 * v
 
 
 def _describe(case) -> str:
