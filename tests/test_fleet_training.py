@@ -29,7 +29,9 @@ def test_zero_stages_shard_16_bytes_per_parameter(registry):
     assert parts[1]["optimizer_state"] == pytest.approx(12 * p / 8)
     assert parts[1]["gradients"] == pytest.approx(2 * p)
     assert parts[2]["gradients"] == pytest.approx(2 * p / 8)
-    assert parts[3]["weights"] == pytest.approx(2 * p / 8)
+    arch = arch_of("llama-3.1-8b", registry)
+    layer = arch.attention_params + arch.layer_params(arch.mlp)
+    assert parts[3]["weights"] == pytest.approx(2 * p / 8 + 2 * 2 * layer)  # + 2 gathered
 
 
 def test_shard_holds_the_circuit_parameters(registry):

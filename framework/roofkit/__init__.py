@@ -35,6 +35,7 @@ _LAZY = {
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
     "train": "roofkit.fleet.training:train",
+    "search_layouts": "roofkit.fleet.search:search_layouts",
 }
 
 __all__ = [

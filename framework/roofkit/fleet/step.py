@@ -29,7 +29,8 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
 
 Memory per device (Rajbhandari et al. 2020; Korthikanti et al. 2022 section 4, with
 FlashAttention so no ``5 a s / h`` term): weights ``2 P`` (QLoRA base 4.125 bits), gradients
-``2 P_train``, Adam ``12 P_train``, sharded by ZeRO 3/2/1 over the data-parallel group; the
+``2 P_train``, Adam ``12 P_train``, sharded by ZeRO 3/2/1 over the data-parallel group
+(ZeRO 3 also holds two gathered layers, the one computing and the one prefetched); the
 activations of one layer per token from the architecture (inputs of every GEMM, the norms,
 the flash output; ``2 h / tp`` with full recomputation) times the micro-batches in flight on
 the first stage: ``min(m, p)`` under 1F1B, times ``1 + (p - 1) / (p v)`` interleaved; logits
@@ -243,7 +244,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     step = busy + bubble + pp_comm + dp_time + optimizer
 
     # -- memory on the heaviest stage -----------------------------------------------------
-    weights = np.where(zero >= 3, weight_bytes / dp_all, weight_bytes)
+    # ZeRO 3 gathers one layer while the next is prefetched: two unsharded layers resident
+    layer_weights = w_bytes * (dense_local + expert_local)
+    weights = np.where(zero >= 3, weight_bytes / dp_all + 2 * layer_weights, weight_bytes)
     grads = BF16 * trainable_local / np.where(zero >= 2, dp_all, 1.0)
     optim = ADAM_STATE * trainable_local / opt_shard
     per_token = _activation_bytes_per_token(arch, tp, capacity_factor, moe_frac)
