@@ -36,6 +36,7 @@ _LAZY = {
     "ureg": "roofkit.units:ureg",
     "train": "roofkit.fleet.training:train",
     "search_layouts": "roofkit.fleet.search:search_layouts",
+    "precision_from_hf": "roofkit.quantization:precision_from_hf",
 }
 
 __all__ = [

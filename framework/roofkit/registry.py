@@ -6,17 +6,25 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 from types import MappingProxyType
 
 from .cache import SpecCache
 from .catalogue import Catalogue, load_layers, load_spec, spec_layers
 from .errors import SpecError, UnknownNameError
+from .files import read_spec_bytes, real_path
 from .loader import make_converter
 from .plugins import Hooks, PluginInfo, make_manager
 from .spec_kinds import SPEC_KINDS
 from .spec_kinds import a as _a
 from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
+
+
+def is_path_ref(ref) -> bool:
+    """Whether ``ref`` names a spec file (a Path, or a string ending in ``.toml``) rather
+    than a catalogue name."""
+    return isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml"))
 
 
 class Registry:
@@ -92,8 +100,11 @@ class Registry:
         kind = SPEC_KINDS[folder]
         if isinstance(ref, kind.cls):
             return ref
-        if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
-            key = (folder, str(Path(ref).resolve()))
+        if is_path_ref(ref):
+            # keyed by the real path and the bytes: another folder's "m.toml" after a chdir,
+            # a case variant of the name or an edit that keeps size and mtime is another key
+            real = real_path(ref)
+            key = (folder, str(real), hashlib.sha256(read_spec_bytes(real)).digest())
             if key not in self._memo:
                 self._memo[key] = load_spec(kind, ref, self.converter,
                                             {**self._tables, **self.catalogues})
