@@ -16,7 +16,7 @@ def register(sub) -> None:
                        "cluster; --search ranks every valid layout")
     p.add_argument("workload")
     p.add_argument("cluster", help="cluster key, alias, TOML path or NxDEVICE (64xh100)")
-    p.add_argument("--devices", type=int)
+    p.add_argument("--devices", type=int, dest="device_count", metavar="N")
     for flag in ("tp", "pp", "vpp", "cp", "ep"):
         p.add_argument(f"--{flag}", type=int, default=None if flag in ("tp", "pp") else 1)
     p.add_argument("--dp", type=int)
@@ -119,7 +119,7 @@ def cmd_train(args) -> int:
         from ..fleet.search import search_layouts
 
         result = search_layouts(
-            args.workload, args.cluster, devices=args.devices, global_batch=args.global_batch,
+            args.workload, args.cluster, devices=args.device_count, global_batch=args.global_batch,
             seq_len=args.seq_len, precision=args.precision, basis=args.basis,
             lora=args.lora, qlora=args.qlora, top=args.top, registry=reg,
             fixed={k: getattr(args, k) for k in ("tp", "pp", "micro_batch", "recompute",
@@ -131,7 +131,7 @@ def cmd_train(args) -> int:
         return 0
     from ..fleet.training import train
 
-    est = train(args.workload, args.cluster, devices=args.devices, tp=args.tp or 1,
+    est = train(args.workload, args.cluster, devices=args.device_count, tp=args.tp or 1,
                 pp=args.pp or 1, vpp=args.vpp, dp=args.dp, cp=args.cp, ep=args.ep,
                 micro_batch=args.micro_batch or 1, global_batch=args.global_batch,
                 seq_len=args.seq_len, precision=args.precision,
