@@ -23,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--micro-batch", type=int, default=None)
     p.add_argument("--global-batch", type=int)
     p.add_argument("--seq-len", type=int, required=True)
-    p.add_argument("--precision", choices=("bf16", "fp8"), default="bf16")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp8"), default="bf16")
     p.add_argument("--recompute", choices=("none", "selective", "full"), default=None)
     p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=None)
     group = p.add_mutually_exclusive_group()
@@ -175,3 +175,41 @@ def training_text(est) -> str:
                      f"${d['cost_per_million_tokens_usd']:.4g} per million tokens")
     lines.append(f"basis: {est.basis}")
     return "\n".join(lines)
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:+.1%}"
+
+
+def cmd_validate_training(args) -> int:
+    """``roofkit validate --kind training``: every case on both bases, median and max."""
+    from ..fleet.validation import run
+
+    report = run(registry=common.registry(args))
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+    rows = [[c.name, c.config, f"{c.measured:.4g} s",
+             f"{c.predicted['datasheet']:.4g}" if "datasheet" in c.predicted else "-",
+             _pct(c.error("datasheet")),
+             f"{c.predicted['calibrated']:.4g}" if "calibrated" in c.predicted else "-",
+             _pct(c.error("calibrated")), "yes" if c.scored else "no"] for c in report.cases]
+    head = ["case", "layout", "measured", "datasheet", "err", "calibrated", "err", "scored"]
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join(str(x) for x in r) + " |")
+    else:
+        print(common.table(rows, head, "llrrrrrl"))
+    for c in report.cases:
+        if not c.scored:
+            print(f"  {c.name}: not scored: {c.reason}")
+    print("error = (predicted - measured) / measured, step time")
+    for basis in ("datasheet", "calibrated"):
+        s = report.summary()[basis]
+        med = "-" if s["median_abs_error"] is None else f"{s['median_abs_error']:.1%}"
+        mx = "-" if s["max_abs_error"] is None else f"{s['max_abs_error']:.1%}"
+        print(f"{basis:>10}: median |error| {med}, max |error| {mx} over {s['scored']} "
+              "scored training cases")
+    return 0

@@ -12,7 +12,8 @@ import attrs
 from ..errors import SpecError
 from .step import RECOMPUTE
 
-PRECISIONS = ("bf16", "fp8")
+ATTENTION = ("flash", "unfused")
+PRECISIONS = ("bf16", "fp16", "fp8")  # fp16 runs the bf16 path on the fp16 slot
 
 
 class LayoutError(SpecError):
@@ -36,6 +37,9 @@ class Layout:
     qlora: bool = False
     precision: str = "bf16"
     sequence_parallel: bool = True
+    attention: str = "flash"  # flash | unfused (scores materialised, pre-2022 engines)
+    dropout: bool = False  # attention and hidden dropout (GPT-2/GPT-3-era recipes)
+    dp_overlap: bool = True  # gradient sync overlapped with the backward (bucketed)
     capacity_factor: float = 1.0
     collective_algorithm: str | None = None
 
@@ -68,6 +72,8 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         out.append(f"zero must be 0, 1, 2 or 3, got {lo.zero!r}")
     if lo.precision not in PRECISIONS:
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lo.precision!r}")
+    if lo.attention not in ATTENTION:
+        out.append(f"attention must be one of {', '.join(ATTENTION)}, got {lo.attention!r}")
     if lo.lora < 0:
         out.append(f"the LoRA rank must be positive, got {lo.lora}")
     if lo.qlora and lo.lora <= 0:

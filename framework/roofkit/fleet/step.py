@@ -43,6 +43,7 @@ import attrs
 import numpy as np
 
 from ..circuit.calibrated import efficiency
+from ..errors import SpecError
 from .collectives import Group, collective_time
 from .model import Gemm
 
@@ -54,6 +55,12 @@ FLASH_BACKWARD = 2.5  # five matmuls in the backward to two in the forward
 LORA_TARGETS = ("qkv", "o", "q_a", "q_b", "kv_a", "kv_b")
 RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 GROUPS = ("tp", "cp", "ep", "dp", "pp")
+#: bytes per score element moved outside FlashAttention (2-byte scores): forward, the QK^T
+#: output written, softmax read and written, read by the PV GEMM; backward, the PV and softmax
+#: gradients read and written (Korthikanti et al. 2022 section 4.1 lists the same tensors)
+UNFUSED_FWD_BYTES = 8.0
+UNFUSED_BWD_BYTES = 12.0
+DROPOUT_BYTES = 5.0  # attention dropout: read 2, write 2, a 1-byte mask
 
 
 @attrs.frozen
@@ -69,6 +76,15 @@ class Costing:
     registry: object
     domain: int
     algorithm: str | None = None
+
+
+def half_slot(peaks, half: str = "bf16") -> str:
+    """The 16-bit slot a step's non-fp8 math runs on: ``half`` (bf16 or fp16), else the
+    other where the device lacks it (V100 has fp16 only)."""
+    for slot in (half, "bf16", "fp16"):
+        if slot in peaks:
+            return slot
+    raise SpecError(f"the device has neither a bf16 nor an fp16 peak; peaks: {', '.join(peaks)}")
 
 
 def _gemm_time(c: Costing, slot: str, flops):
@@ -110,7 +126,8 @@ def placement(sizes: dict, volumes: dict, domain: int):
 
 
 def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, recompute,
-                  zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1):
+                  zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
+                  flash=True, dropout=False, sp=True, dp_overlap=True):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -123,8 +140,8 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     micro = gb / (mb * dp)  # micro-batches per step (gradient accumulation)
     T = mb * seq / cp  # tokens per micro-batch on one device
     stage_layers = L / pp
-    mm_slot = "fp8" if fp8 and "fp8" in c.peaks else "bf16"
-    bf = "bf16" if "bf16" in c.peaks else next(iter(c.peaks))
+    bf = half_slot(c.peaks, half)
+    mm_slot = "fp8" if fp8 and "fp8" in c.peaks else bf
     full = recompute == RECOMPUTE["full"]
 
     # -- compute per layer, per micro-batch ------------------------------------------------
@@ -147,26 +164,41 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
         w = float(arch.window)
         win_keys = np.where(seq > w, w - w * w / (2 * seq), seq / 2.0)
         keys = (arch.window_layers * win_keys + (L - arch.window_layers) * keys) / L
-    f_core = 2.0 * T * keys * (a / tp) * (arch.qk_dim + arch.v_dim)
-    core_rate = c.attention_rate or c.peaks[bf]
-    t_core = f_core / core_rate
+    if flash:
+        f_core = 2.0 * T * keys * (a / tp) * (arch.qk_dim + arch.v_dim)
+        t_core = f_core / (c.attention_rate or c.peaks[bf])
+        t_core_b = FLASH_BACKWARD * t_core
+    else:  # scores materialised: every key of s, batched per-head GEMMs, softmax, dropout
+        f_core = 2.0 * T * seq * (a / tp) * (arch.qk_dim + arch.v_dim)
+        scores = T * seq * (a / tp)  # score elements per micro-batch on one device
+        head_gemm = 2.0 * seq * seq * arch.qk_dim
+        t_mm_core = _gemm_time(c, bf, head_gemm) * f_core / head_gemm
+        t_core = t_mm_core + scores * (UNFUSED_FWD_BYTES + dropout * DROPOUT_BYTES) \
+            / c.bandwidth
+        t_core_b = 2 * t_mm_core + scores * (UNFUSED_BWD_BYTES + dropout * DROPOUT_BYTES) \
+            / c.bandwidth
+    shared = np.where(sp, tp, 1.0)  # the replicated part of a layer, sharded by SP
     ffn_local = arch.ffn_dim / tp
-    e_bytes = (4 * h + 6 * h) / tp + (3 if arch.gated else 2) * ffn_local \
-        + 2 * (a + kv) * arch.qk_dim / tp
+    e_bytes = (4 * h + 6 * h + dropout * 10 * h) / shared \
+        + (3 if arch.gated else 2) * ffn_local + 2 * (a + kv) * arch.qk_dim / tp
     if arch.experts:
         e_bytes = e_bytes + moe_frac * 4 * arch.top_k * capacity_factor * h
     t_elem = T * e_bytes * BF16 / c.bandwidth
 
-    # adapters (LoRA rank r on the attention projections)
-    adapter_per_layer = sum(lora * (g.k + g.n) for g in arch.attention
-                            if g.name in LORA_TARGETS)
-    f_adapter = 2.0 * T * adapter_per_layer / tp
-    t_adapter = np.where(lora > 0, f_adapter / (c.peaks[bf] * 0.5), 0.0)  # small GEMMs
+    # adapters (LoRA rank r on the attention projections): a k x r and an r x n GEMM each
+    lora_gemms = [g for g in arch.attention if g.name in LORA_TARGETS]
+    adapter_per_layer = sum(lora * (g.k + g.n) for g in lora_gemms)
+    t_adapter = 0.0
+    for g in lora_gemms:
+        for f in (2.0 * T * g.k * lora, 2.0 * T * lora * g.n / tp):
+            t_adapter = t_adapter + np.where(lora > 0, _gemm_time(c, bf, np.maximum(f, 1.0)),
+                                             0.0)
 
     t_fwd_layer = t_layer_mm + t_core + t_elem + t_adapter
     bwd_mm = np.where(trainable_base, 2.0, 1.0) * t_layer_mm
-    t_bwd_layer = bwd_mm + FLASH_BACKWARD * t_core + 2 * t_elem + 2 * t_adapter \
-        + np.where(full, t_fwd_layer, 0.0)
+    selective = recompute == RECOMPUTE["selective"]
+    t_bwd_layer = bwd_mm + t_core_b + 2 * t_elem + 2 * t_adapter \
+        + np.where(full, t_fwd_layer, 0.0) + np.where(selective & (not flash), t_core, 0.0)
 
     # head (last stage): LM head GEMM and the fp32 loss
     f_head, t_head_mm = _sum_gemms(c, (Gemm("head", h, V, "n"),), T, tp, bf)
@@ -236,6 +268,8 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                             + np.maximum(ag_update - t_f, ag_update / buckets))
     zero3 = micro * (np.maximum(ag_weights - t_f, ag_weights / buckets)
                      + np.maximum(ag_weights + rs - t_b, (ag_weights + rs) / buckets))
+    if not dp_overlap:  # the gradient sync waits for the whole backward (no buckets)
+        exposed_sync = np.where(zero == 0, ar, rs + ag_update)
     dp_time = np.where(dp_all > 1, np.where(zero >= 3, zero3, exposed_sync), 0.0)
 
     opt_shard = np.where(zero >= 1, dp_all, 1.0)
@@ -249,12 +283,16 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     weights = np.where(zero >= 3, weight_bytes / dp_all + 2 * layer_weights, weight_bytes)
     grads = BF16 * trainable_local / np.where(zero >= 2, dp_all, 1.0)
     optim = ADAM_STATE * trainable_local / opt_shard
-    per_token = _activation_bytes_per_token(arch, tp, capacity_factor, moe_frac)
-    per_token = np.where(full, 2.0 * h / tp, per_token)
+    per_token = _activation_bytes_per_token(arch, tp, capacity_factor, moe_frac, shared,
+                                            dropout)
+    if not flash:  # Korthikanti's 5 a s / h term: softmax output, dropout mask and output
+        per_token = per_token + np.where(selective, 0.0,
+                                         (2.0 + 3.0 * dropout) * seq * a / tp)
+    per_token = np.where(full, 2.0 * h / shared, per_token)
     interleave = np.where(vpp > 1, 1 + (pp - 1) / (pp * vpp), 1.0)
     in_flight = np.where(pp > 1, np.minimum(micro, pp) * interleave, 1.0)
     working = np.where(full, T * _activation_bytes_per_token(arch, tp, capacity_factor,
-                                                             moe_frac), 0.0)
+                                                             moe_frac, shared, dropout), 0.0)
     activations = stage_layers * T * per_token * in_flight + working
     logits = T * V / tp * (4.0 + BF16)
     activations = activations + np.where(pp > 1, 0.0, logits)
@@ -272,7 +310,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                                     4.0 * matmul_params + 3 * attn_fwd_token
                                     + 6 * L * adapter_per_layer)
     hw_layer = (fwd_layer_flops * np.where(trainable_base, 3.0, 2.0)
-                + (FLASH_BACKWARD - 2.0) * f_core + np.where(full, fwd_layer_flops, 0.0))
+                + ((FLASH_BACKWARD - 2.0) * f_core if flash else 0.0)
+                + np.where(full, fwd_layer_flops, 0.0)
+                + np.where(selective & (not flash), f_core, 0.0))
     hardware_flops = (hw_layer * L + 3 * f_head) * micro * tp * cp * dp
     return {
         "step": step, "compute": compute, "tp": micro * t_tp, "cp": micro * t_cp,
@@ -286,21 +326,23 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     }
 
 
-def _activation_bytes_per_token(arch, tp, cf, moe_frac):
+def _activation_bytes_per_token(arch, tp, cf, moe_frac, shared=None, dropout=False):
     """Bytes one layer stores per token for its backward, FlashAttention and sequence
     parallelism (Korthikanti et al. 2022 eq. 2 without the 5 a s / h term, generalised to
     GQA, gated MLPs and experts): the inputs of every GEMM, the norms' inputs, Q, K, V and
     the flash output with its log-sum-exp."""
     h, a = float(arch.hidden), float(arch.heads)
-    attn = (2 * h + 2 * h  # norm input, QKV input
-            + 2 * sum(g.n for g in arch.attention[:-1])  # projections' outputs (Q, K, V...)
-            + 2 * a * arch.v_dim + 4 * a) / tp  # flash output (o-proj input), log-sum-exp
+    shared = tp if shared is None else shared
+    masks = 1.0 * h * dropout / shared  # a 1-byte dropout mask after attention and the MLP
+    attn = (2 * h + 2 * h) / shared + masks \
+        + (2 * sum(g.n for g in arch.attention[:-1])  # projections' outputs (Q, K, V...)
+           + 2 * a * arch.v_dim + 4 * a) / tp  # flash output (o-proj input), log-sum-exp
     f = arch.ffn_dim
-    dense = (2 * h + 2 * h + (6 if arch.gated else 4) * f) / tp
+    dense = (2 * h + 2 * h) / shared + masks + (6 if arch.gated else 4) * f / tp
     moe = 0.0
     if arch.experts:
         fe = arch.expert[-1].k
-        moe = (2 * h + 2 * h) / tp + arch.top_k * cf * (2 * h + (6 if arch.gated else 4) * fe) \
+        moe = (2 * h + 2 * h) / shared + arch.top_k * cf * (2 * h + (6 if arch.gated else 4) * fe) \
             / tp
         if arch.shared:
             moe += (6 if arch.gated else 4) * arch.shared[-1].k / tp

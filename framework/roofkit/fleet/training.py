@@ -127,7 +127,8 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           lora: int | None = None, qlora: int | None = None, basis: str = "calibrated",
           capacity_factor: float = 1.0, reserve: float = DEFAULT_RESERVE,
           collective_algorithm: str | None = None, price_per_device_hour: float | None = None,
-          registry=None) -> TrainingEstimate:
+          attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
+          dp_overlap: bool = True, registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
     (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank."""
@@ -148,6 +149,8 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                                  seq_len=seq_len, recompute=recompute, zero=zero, lora=rank,
                                  qlora=bool(qlora), precision=precision,
                                  capacity_factor=capacity_factor,
+                                 sequence_parallel=sequence_parallel, attention=attention,
+                                 dropout=bool(dropout), dp_overlap=bool(dp_overlap),
                                  collective_algorithm=collective_algorithm), arch, n)
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
@@ -156,7 +159,10 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
     r = training_step(arch, c, tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, mb=micro_batch,
                       gb=global_batch, seq=seq_len, recompute=RECOMPUTE[recompute],
                       zero=zero, lora=rank, qlora=bool(qlora), fp8=precision == "fp8",
-                      capacity_factor=capacity_factor, reserve=reserve)
+                      capacity_factor=capacity_factor, reserve=reserve,
+                      half="fp16" if precision == "fp16" else "bf16",
+                      flash=attention == "flash", dropout=bool(dropout), sp=sequence_parallel,
+                      dp_overlap=bool(dp_overlap))
     return _estimate(arch, cl, layout, r, c, basis_text, registry, price_per_device_hour)
 
 
@@ -167,7 +173,7 @@ def _f(x) -> float:
 def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEstimate:
     device = registry.device(cl.device)
     step = _f(r["step"])
-    peak = device.compute.get("bf16") or device.default_peak
+    peak = device.compute.get("bf16") or device.compute.get("fp16") or device.default_peak
     devices = layout.devices
     mfu = _f(r["model_flops"]) / (step * devices * peak)
     hfu = _f(r["hardware_flops"]) / (step * devices * peak)
