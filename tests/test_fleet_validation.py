@@ -17,7 +17,7 @@ def report(registry):
 
 def test_every_case_has_a_source_and_a_layout(registry):
     cases = list(registry.catalogues["training"].values())
-    assert len(cases) >= 18
+    assert len(cases) >= 25
     for c in cases:
         assert c.source.url.startswith("http") and c.source.where
 
@@ -26,9 +26,9 @@ def test_score_is_pinned(report):
     """What the calibrated basis reaches today; the issue's targets (median <= 8 %, max
     <= 25 %) are not met: every scored case is predicted too fast (see docs/fleet.md)."""
     s = report.summary()
-    assert s["calibrated"]["scored"] == 12
-    assert s["calibrated"]["median_abs_error"] <= 0.20
-    assert s["calibrated"]["max_abs_error"] <= 0.33
+    assert s["calibrated"]["scored"] == 21
+    assert s["calibrated"]["median_abs_error"] <= 0.28
+    assert s["calibrated"]["max_abs_error"] <= 0.51
     assert s["calibrated"]["median_abs_error"] < s["datasheet"]["median_abs_error"]
 
 
@@ -59,5 +59,5 @@ where = "nowhere"
 def test_cli_validate_training_json(capsys):
     assert main(["validate", "--kind", "training", "--json", "--no-plugins"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["kind"] == "training" and len(d["cases"]) >= 18
+    assert d["kind"] == "training" and len(d["cases"]) >= 25
     assert set(d["summary"]) == {"datasheet", "calibrated"}

@@ -16,7 +16,8 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
 * **recompute**: ``full`` repeats the forward in the backward; ``selective`` equals ``none``
   under FlashAttention (nothing of size s^2 is stored either way).
 * **communication**: TP with sequence parallelism (4 all-gathers and 4 reduce-scatters of
-  ``T h e`` per layer, forward and backward), CP ring attention (K and V passed ``cp - 1``
+  ``T h e`` per layer, forward and backward, 6 and 6 with full recomputation; without SP the
+  same bytes as all-reduces), CP ring attention (K and V passed ``cp - 1``
   times forward, 2x that backward, overlapped with the attention core), EP dispatch and
   combine all-to-alls (``T top_k h e cf``, twice forward and twice backward per MoE layer),
   PP point-to-point (``T h e / tp`` per boundary), DP gradient sync overlapped with the
@@ -208,7 +209,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
 
     # -- communication per micro-batch (bytes and placement) ------------------------------
     act = T * h * BF16  # one micro-batch's activations on a TP group (full width)
-    n_tp = stage_layers * np.where(full, 10.0, 8.0)  # AG + RS per layer, fwd + bwd (+ recompute)
+    n_tp = stage_layers * np.where(full, 12.0, 8.0)  # AG and RS: fwd, bwd (and recompute)
     kv_chunk = 2.0 * T * kv * arch.qk_dim * BF16 / np.minimum(tp, kv)
     n_moe_stage = stage_layers * moe_frac
     a2a_msg = T * arch.top_k * capacity_factor * h * BF16 if arch.experts else 0.0
