@@ -34,6 +34,8 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "train": "roofkit.fleet.training:train",
+    "search_layouts": "roofkit.fleet.search:search_layouts",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
     "workload_from_hf": "roofkit.importers:workload_from_hf",
 }

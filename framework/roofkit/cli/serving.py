@@ -46,6 +46,8 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
+    p.add_argument("--kind", choices=("serving", "training"), default="serving",
+                   help="serving (specs/validation) or training (specs/training) cases")
     p.set_defaults(func=cmd_validate)
 
 
@@ -169,6 +171,10 @@ def _markdown(report) -> str:
 
 
 def cmd_validate(args) -> int:
+    if getattr(args, "kind", "serving") == "training":
+        from .fleet import cmd_validate_training
+
+        return cmd_validate_training(args)
     from ..serving.validation import OTHER, SCORED, run
 
     reg = common.registry(args)
