@@ -34,6 +34,7 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "simulate": "roofkit.load:simulate",
 }
 
 __all__ = [

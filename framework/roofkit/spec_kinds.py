@@ -63,6 +63,9 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("validation", "roofkit.schema.validation:ValidationCase",
                  check_path="roofkit.schema.validation:check", aliases=False, marker="metric",
                  label="validation case"),
+        SpecKind("engines", "roofkit.schema.engine:EngineSpec",
+                 check_path="roofkit.schema.engine:check", marker="scheduler",
+                 label="engine profile"),
     )
 }
 

@@ -31,8 +31,9 @@ def register(sub) -> None:
                    help="only this category (cloud, workstation, mobile, edge, tiny)")
     p.set_defaults(func=cmd_devices)
 
-    p = sub.add_parser("show", help="every field of a device, with units and sources")
-    p.add_argument("device", help="device key, alias or TOML path")
+    p = sub.add_parser("show", help="every field of a device or engine profile, with units "
+                       "and sources")
+    p.add_argument("device", help="device or engine key, alias or TOML path")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
@@ -90,6 +91,11 @@ UNITS_LEGEND = ("units: B = byte = 8 bits (b); sizes and bandwidths are in bytes
 
 def cmd_show(args) -> int:
     reg = common.registry(args)
+    engines = reg.catalogues.get("engines")
+    if engines is not None and args.device in engines and args.device not in reg.devices:
+        from .load import show_engine
+
+        return show_engine(args, reg, args.device)
     d = reg.device(args.device)
     data = common.spec_to_dict(d)
     try:
