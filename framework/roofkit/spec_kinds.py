@@ -66,6 +66,8 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("engines", "roofkit.schema.engine:EngineSpec",
                  check_path="roofkit.schema.engine:check", marker="scheduler",
                  label="engine profile"),
+        SpecKind("clusters", "roofkit.fleet.cluster:Cluster",
+                 check_path="roofkit.fleet.cluster:check", marker="scale_up"),
     )
 }
 

@@ -7,7 +7,9 @@ They import only roofkit's public API.
 PLUGINS = (
     "roofkit_builtins.specs",
     "roofkit_builtins.precisions",
+    "roofkit_builtins.quantized",
     "roofkit_builtins.scenario_kinds",
     "roofkit_builtins.op_kinds",
     "roofkit_builtins.cost_models",
+    "roofkit_builtins.collectives",
 )

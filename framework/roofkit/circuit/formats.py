@@ -11,9 +11,11 @@ For a weight role ``r`` (``attention``, ``mlp``, ``experts``, ``embedding``...) 
 5. the workload's ``formats.default``; then ``bf16``.
 
 ``activations`` is the format a matrix op reads its activation operand in (W8A8 FP8 reads
-FP8). The *stream* is the format activations are kept in between kernels: the residual
-stream, matrix outputs, norms, the all-reduce message. Engines that quantize activations for
-their GEMMs (FP8, INT8, FP4) quantize at the GEMM input and keep the stream in 16 bits, so:
+FP8): the call's, then the workload's, then the one the default weight format declares
+(weight-only AWQ int4, GGUF q4_K, NF4 compute beside 16 bits), then the default itself.
+The *stream* is the format activations are kept in between kernels: the residual stream,
+matrix outputs, norms, the all-reduce message. Engines that quantize activations for their
+GEMMs (FP8, INT8, FP4) quantize at the GEMM input and keep the stream in 16 bits, so:
 ``formats["stream"]`` (call, then workload) > the activations format when it has 16 bits or
 more > ``bf16``.
 
@@ -112,6 +114,9 @@ def resolve_formats(registry, template, workload, *, precision=None, formats=Non
     elif "activations" in ckpt:
         act, origin["activations"] = prec(ckpt["activations"], "workload formats.activations"), \
             "workload formats"
+    elif fallback.activations:
+        act = prec(fallback.activations, f"{fallback.name} activations")
+        origin["activations"] = f"{fallback.name} computes beside {act.name}"
     else:
         act, origin["activations"] = fallback, default_src
     if "stream" in formats:

@@ -38,6 +38,20 @@ def _whole(v):
     return int(v)
 
 
+BOUND_WORDS = ("memory", "compute", "interconnect", "overhead")
+
+
+def bound_codes(t_mem, t_cmp, time, t_link=0.0) -> np.ndarray:
+    """:func:`bound_of` as int8 indices into :data:`BOUND_WORDS` (no string arrays)."""
+    t_mem, t_cmp, time, t_link = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.float64) for v in (t_mem, t_cmp, time, t_link)))
+    roof = np.maximum(t_mem, t_cmp)
+    code = (t_mem < t_cmp).astype(np.int8)
+    code[(t_link > 0) & (t_link >= roof)] = 2
+    code[time - roof - t_link > np.maximum(roof, t_link)] = 3
+    return code
+
+
 def bound_of(t_mem, t_cmp, time, t_link=0.0):
     """'memory', 'compute', 'interconnect' or 'overhead' (arrays give arrays of words)."""
     roof = np.maximum(t_mem, t_cmp)
@@ -67,7 +81,6 @@ class NodeCost:
     flops: object
     bytes: object
     time: object
-    bound: object
     slot: str = ""
     weight_bytes: object = 0.0
     act_bytes: object = 0.0
@@ -78,8 +91,15 @@ class NodeCost:
     t_link: object = 0.0
     link_bytes: object = 0.0
 
+    @property
+    def bound(self):
+        """The term that dominates this node: see :func:`bound_of` (computed on access)."""
+        return bound_of(self.t_memory, self.t_compute, self.time, self.t_link)
+
     def to_dict(self) -> dict:
-        return {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+        out = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+        out["bound"] = _plain(self.bound)
+        return out
 
 
 @attrs.frozen
@@ -115,18 +135,32 @@ class Estimate:
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
 
     @property
-    def peak(self) -> float:
-        """Datasheet peak of the slot doing most of the step's FLOPs, FLOP/s (0: none)."""
-        main = max((r for r in self.rows if r.slot in self.slot_peaks),
-                   key=lambda r: float(np.max(r.flops)), default=None)
-        return float(self.slot_peaks[main.slot]) if main is not None else 0.0
+    def peak(self):
+        """Datasheet peak of the slot of the node doing the most FLOPs, FLOP/s (0: none);
+        per row for arrays of batch sizes or contexts (the main node can change along
+        them, e.g. attention at long contexts), so a row's value never depends on the
+        other rows evaluated with it."""
+        rows = [r for r in self.rows if r.slot in self.slot_peaks]
+        if not rows:
+            return 0.0
+        flops = [r.flops for r in rows]
+        if not any(isinstance(f, np.ndarray) for f in flops):
+            main = max(range(len(rows)), key=lambda i: float(flops[i]))
+            return float(self.slot_peaks[rows[main].slot])
+        stacked = np.stack(np.broadcast_arrays(*(np.asarray(f, dtype=float) for f in flops)))
+        peaks = np.array([float(self.slot_peaks[r.slot]) for r in rows])
+        return peaks[np.argmax(stacked, axis=0)]
 
     @property
     def utilization(self):
         """Hardware FLOPs utilization of one device, ``min(flops / (time * peak), 1)``
         against the datasheet peak of the step's main matrix slot (0 without one)."""
         peak = self.peak
-        if not peak > 0:
+        if not np.all(np.asarray(peak) > 0):
+            if isinstance(peak, np.ndarray):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    u = np.where(peak > 0, self.flops / (self.time * peak), 0.0)
+                return np.minimum(u, 1.0)
             return 0.0 * self.time
         return np.minimum(self.flops / (self.time * peak), 1.0)
 
@@ -248,7 +282,6 @@ class Estimate:
                     section=rs[0].section if key == "section" else
                     ",".join(dict.fromkeys(r.section for r in rs)),
                     count=sum(r.count for r in rs),
-                    bound=bound_of(s["t_memory"], s["t_compute"], s["time"], s["t_link"]),
                     slot=",".join(dict.fromkeys(r.slot for r in rs)), **s))
         return sorted(rows, key=lambda r: -float(np.max(r.time)))
 

@@ -16,8 +16,10 @@ from . import common
 def _common(p, *, costed: bool = True) -> None:
     p.add_argument("workload", help="workload key, alias or TOML path (a template workload)")
     p.add_argument("device", help="device key, alias or TOML path")
-    p.add_argument("--precision", help="weights and activations format (bf16, fp8, nvfp4...); "
-                   "the workload's [formats] table still wins for the roles it names")
+    p.add_argument("-p", "--precision", help="weights and activations format (bf16, fp8, "
+                   "nvfp4; weight-only awq-int4-g128, q4_k_m, nf4-dq... compute beside their "
+                   "16-bit activations); the workload's [formats] table still wins for the "
+                   "roles it names")
     p.add_argument("--kv-dtype", dest="kv_dtype", help="KV cache format (bf16, fp8)")
     p.add_argument("--ssm-dtype", dest="ssm_dtype",
                    help="GatedDeltaNet state format (f32, f16, f16-pool, bf16); default f32 "

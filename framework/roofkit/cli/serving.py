@@ -16,8 +16,9 @@ def register(sub) -> None:
                    help="requests in the batch (default 1; --max-load sizes it instead)")
     p.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
     p.add_argument("--output-len", type=int, default=128, help="generated tokens (default 128)")
-    p.add_argument("--precision", default=None,
-                   help="weight format (default: the workload's, else bf16)")
+    p.add_argument("-p", "--precision", default=None,
+                   help="weight format (default: the workload's, else bf16): bf16, fp8, "
+                        "awq-int4-g128, gptq-int4-g128, q4_k_m, q8_0, q4f16_1, nf4-dq...")
     p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D",
                    help="KV-cache format (default bf16); kv_cache_dtype= in Python")
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated",

@@ -69,11 +69,30 @@ class ServingEstimate:
     fit_context: int
     cost_model: str = ""
     notes: tuple[str, ...] = ()
-    decode_breakdown: tuple = ()
     launches_source: str = ""
     prefill_device: float = 0.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
-    energy: float = 0.0  # J, all tp devices over the batch's requests
+    # the circuit estimates the breakdown and energy are computed from, on access
+    parts: tuple = attrs.field(default=(), repr=False)
+
+    @property
+    def decode_breakdown(self) -> tuple:
+        """Per node: its share of the mean decode step, largest first (empty at O = 1)."""
+        dec = self.parts[1] if len(self.parts) > 1 else None
+        return () if dec is None else tuple(_breakdown(dec))
+
+    @property
+    def energy(self) -> float:
+        """J, all tp devices over the batch's requests (see the module docstring)."""
+        if not self.parts:
+            return 0.0
+        from ..engine.calibration import energy as _energy
+
+        pre, dec, steps, host_time = self.parts
+        e = float(pre.energy)
+        if dec is not None:
+            e += float(np.sum(np.broadcast_to(dec.energy, (steps,))))
+        return self.tp * (e + _energy(pre.tdp, 0.0, host_time))  # idle on the host
 
     # -- headline numbers -----------------------------------------------------------------
     @property
@@ -215,10 +234,11 @@ def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) 
     kp = reg.precision(kv_cache_dtype)
     kw = {"precision": precision, "kv_cache_dtype": kp.name, "basis": basis, "tp": tp,
           "registry": reg}
-    if wp.kind == "int" and "activations" not in w.formats:
-        # an integer weight format is weight-only quantization (W4A16, W8A16): the weights
-        # are widened to the 16-bit activations before the multiply
-        kw["formats"] = {"activations": "bf16"}
+    if "activations" not in w.formats and (wp.activations or wp.kind == "int"):
+        # a format that declares its activations (AWQ int4: fp16; LLM.int8(): int8) runs
+        # beside them; another integer weight format is weight-only quantization (W4A16,
+        # W8A16): the weights are widened to the 16-bit activations before the multiply
+        kw["formats"] = {"activations": wp.activations or "bf16"}
     return Config(reg, w, d, wp.name, kp.name, kw)
 
 
@@ -280,18 +300,12 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     dec_host = _overhead.step_overhead(roof, host, launches, batch, engine)
     ctx = input_len + np.arange(1, output_len, dtype=float)
     itl = np.zeros(0)
-    breakdown = ()
-    energy = float(pre.energy)
+    dec = None
     if len(ctx):
         dec = _circuit.decode(w, d, batch=batch, context=ctx, **s.circuit)
         itl = np.broadcast_to(np.asarray(dec.time, dtype=float) + dec_host.host_time,
                               ctx.shape).copy()
-        breakdown = tuple(_breakdown(dec))
-        energy += float(np.sum(np.broadcast_to(dec.energy, ctx.shape)))
-    from ..engine.calibration import energy as _energy
-
     host_time = pre_host.host_time + dec_host.host_time * len(ctx)
-    energy = tp * (energy + _energy(pre.tdp, 0.0, host_time))  # the device idles on the host
     if engine is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
@@ -306,10 +320,11 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         engine=engine, slot=_matmul_slot(pre), ttft=ttft, itl_steps=itl, e2e=e2e,
         prefill_host=pre_host, decode_host=dec_host, footprint=fp, usable_memory=usable,
         fit_context=input_len + output_len if fit_context is None else int(fit_context),
-        cost_model=pre.cost_model, notes=tuple(notes), decode_breakdown=breakdown,
+        cost_model=pre.cost_model, notes=tuple(notes),
         launches_source=f"kernels counted from the circuit plan ({launches} node instances "
         f"per step{', collectives included' if tp > 1 else ''})",
-        prefill_device=float(pre.time), plugins=pre.plugins, energy=energy)
+        prefill_device=float(pre.time), plugins=pre.plugins,
+        parts=(pre, dec, len(ctx), host_time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "

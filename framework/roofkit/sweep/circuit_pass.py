@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import units
+from ..circuit.results import BOUND_WORDS, bound_codes
 from ..errors import SpecError
 from .grid import int_axis, name_axis
 
@@ -218,8 +219,8 @@ class CircuitPass:
             tokens = b * c
         basis, slots, fell_back = self._compute(d, p, tp)
         time = np.broadcast_to(np.asarray(est.time, dtype=np.float64), b.shape)
-        bound = np.broadcast_to(np.asarray(est.bound), b.shape)
-        words, codes = np.unique(bound, return_inverse=True)
+        codes = np.broadcast_to(bound_codes(est.memory_time, est.compute_time, est.time,
+                                            est.link_time), b.shape)
 
         # the estimate's own memory check: weights + batch x (KV + state) per device
         fp = est.footprint
@@ -247,7 +248,7 @@ class CircuitPass:
             "flops": np.broadcast_to(est.flops, b.shape),
             "bytes_moved": np.broadcast_to(est.bytes, b.shape),
             "energy_j": np.broadcast_to(est.energy * tp, b.shape),
-            "bottleneck": (codes.reshape(-1), tuple(str(w) for w in words)),
+            "bottleneck": (codes.reshape(-1), BOUND_WORDS),
             "memory_footprint_bytes": np.broadcast_to(required, b.shape),
             "weights_bytes": fp.weights,
             "kv_bytes": np.broadcast_to(per_batch, b.shape),
