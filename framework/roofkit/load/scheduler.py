@@ -112,6 +112,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     reserve = cfg.admission == "reserve"
     draft = cfg.draft_time
     dev_time = costs.device_time
+    dec_time = costs.decode_time
+    pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:
         per = b_seq + b_tok * longest
@@ -261,10 +263,12 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 samples += 1
                 finishing.append(item)
         pad = None
-        if not ch and decode_rows:
-            pad = _graph_size(sizes, decode_rows)
         mean_ctx = sum_ctx / n_dec if decode_rows else 0.0
-        dev = dev_time(decode_rows, mean_ctx, ch, samples, pad)
+        if not ch and decode_rows:
+            pad = pad_of[decode_rows] if decode_rows < len(pad_of) else None
+            dev = dec_time(decode_rows, mean_ctx, decode_rows if pad is None else pad)
+        else:
+            dev = dev_time(decode_rows, mean_ctx, ch, samples, pad)
         if draft is not None and decode_rows:
             dev += draft(decode_rows, mean_ctx)
         b = decode_rows + len(ch)
@@ -277,9 +281,11 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         t += dt
 
         # prompts advanced by this step
+        step_prefill = 0
         for item, take in chunks:
             item[1] += take
-            prefill_tokens += take
+            step_prefill += take
+        prefill_tokens += step_prefill
         # decode rows advanced
         if decode_rows:
             D += 1
@@ -359,7 +365,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         ends.append(t)
         times.append(dt)
         seqs_l.append(b)
-        toks_l.append(decode_rows * verify + sum(x[0] for x in ch))
+        toks_l.append(decode_rows * verify + step_prefill)
         kv_l.append(kv_used)
         devs.append(dev)
 

@@ -52,6 +52,9 @@ class Interp2:
         self.t = table.tolist()
         self.rmax = rows[-1]
         self.cmax = ctx[-1]
+        self.last = len(ctx) - 1
+        # rows are whole numbers up to `dense`: a row index is its own count
+        self.dense = max(i for i, r in enumerate(rows) if r == i)
 
     @staticmethod
     def _locate(axis, x):
@@ -139,6 +142,11 @@ class StepCosts:
                 t = t + np.broadcast_to(o[3], t.shape)
         t[0, :] = 0.0
         self.attn_prefill = Interp2(toks, ctx, t)
+        # decode-only steps, the common case: rows and head at n (padded) sequences, and the
+        # attention row of n sequences over the context grid
+        nv = [x * self.verify for x in range((len(self.rows_t) - 1) // self.verify + 1)]
+        self.decode_fixed = [self.rows_t[x] + self.head_t[x] for x in nv]
+        self.ctx_grid = ctx
         self.max_rows = len(self.rows_t) - 1
         self.max_seqs = seqs[-1]
         self.max_context = ctx[-1]
@@ -168,3 +176,19 @@ class StepCosts:
         if n_decode:
             t += self.attn_decode(n_decode, mean_context)
         return t
+
+    def decode_time(self, n: int, c: float, pad: int) -> float:
+        """Seconds of a decode-only step of ``n`` sequences at mean context ``c``, run padded
+        to ``pad`` sequences (``n`` without a CUDA graph)."""
+        a = self.attn_decode
+        if n <= a.dense:
+            row = a.t[n]
+            ctx = self.ctx_grid
+            j = bisect.bisect_right(ctx, c) - 1
+            if j >= a.last:
+                j = a.last - 1
+            x0 = ctx[j]
+            att = row[j] + (row[j + 1] - row[j]) * (c - x0) / (ctx[j + 1] - x0)
+        else:
+            att = a(n, c)
+        return self.decode_fixed[pad] + att
