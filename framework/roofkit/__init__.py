@@ -35,6 +35,7 @@ _LAZY = {
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
     "simulate": "roofkit.load:simulate",
+    "plan": "roofkit.load:plan",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
 }
 

@@ -43,6 +43,26 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 
+    p = sub.add_parser("plan", help="the serving configurations that meet an SLO, ranked by "
+                       "output tokens/s per device, with the Pareto front and refusals")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("--devices", required=True, help="comma-separated devices (h100,h200,b200)")
+    p.add_argument("--max-devices", type=int, default=8)
+    p.add_argument("--input-len", type=int, required=True)
+    p.add_argument("--output-len", type=int, required=True)
+    p.add_argument("--slo", required=True, metavar="ttft_p90=2s,tpot_p90=50ms")
+    p.add_argument("--precisions", default=None, help="comma-separated weight formats "
+                   "(default: the workload's, and fp8 where the device has it)")
+    p.add_argument("--engine", default="vllm")
+    p.add_argument("--no-disagg", action="store_true", help="aggregated serving only")
+    p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D")
+    p.add_argument("--verify", type=int, default=3, help="re-run the best N through the "
+                   "simulator (default 3)")
+    p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
     p = sub.add_parser("engines", help="list the engine profiles (specs/engines)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_engines)
@@ -78,6 +98,43 @@ def cmd_simulate(args) -> int:
     if r.slo:
         print(f"goodput {r.goodput:.3f} requests/s; SLO {'met' if r.slo_met else 'missed'}")
     print(f"basis: {r.basis}")
+    for n in r.notes:
+        print(f"note: {n}")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from ..load.plan import plan
+
+    reg = common.registry(args)
+    r = plan(args.workload, common.name_list(args.devices), input_len=args.input_len,
+             output_len=args.output_len, slo=args.slo, max_devices=args.max_devices,
+             precisions=common.name_list(args.precisions) if args.precisions else None,
+             engine=None if args.engine == "none" else args.engine,
+             disagg=not args.no_disagg, kv_cache_dtype=args.kv_cache_dtype, basis=args.basis,
+             verify=args.verify, registry=reg)
+    if args.json:
+        common.print_json(r.to_dict())
+        return 0
+    print(f"{r.workload}: input {r.input_len}, output {r.output_len}, SLO "
+          + ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in r.slo.items()))
+    print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
+    rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
+             f"{x['ttft_ms']:.0f}", f"{x['tpot_ms']:.1f}",
+             f"{x['output_tokens_per_s_per_device']:.0f}",
+             f"{x['output_tokens_per_s_per_user']:.1f}", "*" if x["pareto"] else ""]
+            for x in r.rows[:args.top]]
+    if rows:
+        print(common.table(rows, ["device", "precision", "layout", "C", "TTFT ms", "TPOT ms",
+                                  "tok/s/dev", "tok/s/user", "pareto"], "lllrrrrrl"))
+    for v in r.verified:
+        sim = v["simulated"]
+        print(f"simulated {v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
+              f"TTFT p90 {sim['ttft_ms']['p90']:.0f} ms, TPOT p90 {sim['tpot_ms']['p90']:.1f} "
+              f"ms, {sim['output_tokens_per_s_per_device']:.0f} tok/s/dev, SLO "
+              f"{'met' if sim['slo_met'] else 'missed'}")
+    print("refused: " + ("; ".join(f"{k}: {n}" for k, n in sorted(
+        r.refused.items(), key=lambda kv: -kv[1])) or "none"))
     for n in r.notes:
         print(f"note: {n}")
     return 0

@@ -8,6 +8,8 @@ returns a :class:`LoadEstimate`; ``roofkit.plan(...)`` searches layouts for an S
 
 from __future__ import annotations
 
+from .plan import PlanResult, plan
 from .simulate import Disagg, LoadEstimate, SpecDecode, parse_slo, simulate
 
-__all__ = ["Disagg", "LoadEstimate", "SpecDecode", "parse_slo", "simulate"]
+__all__ = ["Disagg", "LoadEstimate", "PlanResult", "SpecDecode", "parse_slo", "plan",
+           "simulate"]

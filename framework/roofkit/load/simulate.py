@@ -425,28 +425,29 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
         prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,
                              **common)
-        # a prefill worker generates the first token only
-        pst = attrs.evolve(st, output_len=np.ones_like(st.output_len))
-        ptr = [run(s, prep.cfg, prep.costs, prep.host) for s in _deal(pst, dis.prefill_workers)]
-        parrival = np.concatenate([tr.arrival for tr in ptr])
-        pfirst = np.concatenate([tr.first_token for tr in ptr])
-        pin = np.concatenate([tr.input_len for tr in ptr])
-        pout = np.concatenate([s.output_len for s in _deal(st, dis.prefill_workers)])
+        pin, pout = st.input_len, st.output_len
         t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin)
-        ready = pfirst + t_kv
-        order = np.argsort(ready, kind="stable")
-        dst = _requests.Stream(pin[order], np.maximum(pout[order] - 1, 1), ready[order] -
-                               0.0, None, None, "")
-        drep = build_replica(reg, w, d, tp=dtp, stream=dst, spec=spec, decode_only=True,
+        dst0 = attrs.evolve(st, output_len=np.maximum(pout - 1, 1), arrival=np.zeros(len(st)))
+        drep = build_replica(reg, w, d, tp=dtp, stream=dst0, spec=spec, decode_only=True,
                              **common)
-        dtr = [run(s, drep.cfg, drep.costs, drep.host) for s in
-               _deal(attrs.evolve(dst, arrival=dst.arrival), dis.decode_workers)]
-        dfinish = np.concatenate([tr.finish for tr in dtr])
-        back = np.argsort(np.concatenate([np.arange(i, len(dst), dis.decode_workers)
-                                          for i in range(dis.decode_workers)]), kind="stable")
-        fin_sorted = dfinish[back]  # in `order` of ready times
-        finish = np.empty_like(ready)
-        finish[order] = np.where(pout[order] > 1, fin_sorted, ready[order])
+        if st.arrival is not None:
+            parrival = st.arrival
+            ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+        else:
+            # a closed loop: client k sends request i + C when request i finished; the two
+            # pools are re-run on those arrivals until they no longer move (each pass fixes
+            # at least one more round of every client's requests)
+            c = st.concurrency
+            parrival = np.zeros(len(st))
+            for _ in range(len(st) // c + 2):
+                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+                nxt = np.concatenate([np.zeros(min(c, len(st))), finish[:-c] if len(st) > c
+                                      else np.zeros(0)])
+                if np.max(np.abs(nxt - parrival)) < 1e-9:
+                    break
+                parrival = nxt
+            else:
+                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
         arrival = parrival
         first = ready
         traces = dtr
@@ -459,11 +460,11 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         pd_ratio = balance_ratio(ptr, dtr, dis)
         notes.append(f"P:D balance: {pd_ratio:.2f} prefill workers per decode worker keep both "
                      "pools equally busy at this load")
-    out_len = st.output_len if dis is None else np.concatenate(
-        [s.output_len for s in _deal(st, dis.prefill_workers)])
-    in_len = np.concatenate([tr.input_len for tr in traces]) if dis is None else pin
     if dis is None:
+        in_len = np.concatenate([tr.input_len for tr in traces])
         out_len = np.concatenate([tr.output_len for tr in traces])
+    else:
+        in_len, out_len = st.input_len, st.output_len
     ttft = first - arrival
     e2e = finish - arrival
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -523,6 +524,33 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
         pd_ratio=pd_ratio, plugins=reg.plugin_set)
+
+
+def _pools(st, arrival, prep, drep, dis, t_kv):
+    """Run the prefill pool on ``arrival`` (request order), move each KV cache, run the
+    decode pool: (ready, finish, prefill traces, decode traces), in request order."""
+    n = len(st)
+    order = np.argsort(arrival, kind="stable")
+    pst = _requests.Stream(st.input_len[order], np.ones(n, dtype=np.int64), arrival[order])
+    P, D = dis.prefill_workers, dis.decode_workers
+    first = np.empty(n)
+    ptr = []
+    for i in range(min(P, n)):
+        tr = run(pst.take(np.arange(i, n, P)), prep.cfg, prep.costs, prep.host)
+        first[order[i::P]] = tr.first_token
+        ptr.append(tr)
+    ready = first + t_kv
+    dorder = np.argsort(ready, kind="stable")
+    dst = _requests.Stream(st.input_len[dorder], np.maximum(st.output_len[dorder] - 1, 1),
+                           ready[dorder])
+    finish = np.empty(n)
+    dtr = []
+    for j in range(min(D, n)):
+        tr = run(dst.take(np.arange(j, n, D)), drep.cfg, drep.costs, drep.host)
+        finish[dorder[j::D]] = tr.finish
+        dtr.append(tr)
+    finish = np.where(st.output_len > 1, finish, ready)
+    return ready, finish, ptr, dtr
 
 
 def _link(d, dis):
