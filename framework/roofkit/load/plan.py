@@ -12,7 +12,8 @@ concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I
     aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
                 TTFT = t_dec + x, output tokens/s = C / TPOT
     disaggregated: TPOT = t_dec(C) on the decode pool, TTFT = t_pre(I) + t_kv(I),
-                request rate = min(P / t_pre, D C / (O t_dec)), tokens/s = rate * O
+                request rate = min(P r_pre, D C / (O t_dec)), tokens/s = rate * O,
+                r_pre = k / t_step(k prompts), k = max(1, token budget // I)
 
 (``prefill-first`` engines without mixed steps pay a whole prefill step ``t_pre`` in place
 of ``x``). A configuration is refused, with its reason counted, when the weights or the
@@ -107,6 +108,7 @@ class Layout:
     t_dec: np.ndarray
     x: np.ndarray
     t_pre: float
+    pre_rate: float  # prompts per second of one prefill worker, batched to its token budget
     kv_ok: np.ndarray
     weights_fit: bool
     kv_token: float
@@ -145,6 +147,14 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph)
     pre_dev = float(r_i + h_1 + a_p)
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
+    # a prefill worker batches as many whole prompts as its token budget holds
+    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
+    k = max(1, budget // n_in)
+    r_k, _, _ = _parts(dplan.run(float(k * n_in), 1.0, float(k)), dmask)
+    h_k = _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1]
+    dev_k = float(r_k + h_k + k * a_p)
+    host_k = host.eager[min(k, len(host.eager) - 1)]
+    pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
     reserve = spec_e is not None and spec_e.scheduler.admission == "reserve"
     held = n_in + (n_out if reserve else n_out / 2)
     kv_ok = Cf * (fp.kv_per_token * held + fp.state_per_seq) <= cap
@@ -152,7 +162,8 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     if not mixed:
         x = np.full_like(Cf, t_pre)
     return Layout(t_dec=np.broadcast_to(t_dec, Cf.shape), x=np.broadcast_to(x, Cf.shape),
-                  t_pre=t_pre, kv_ok=kv_ok, weights_fit=True, kv_token=fp.kv_per_token,
+                  t_pre=t_pre, pre_rate=pre_rate, kv_ok=kv_ok, weights_fit=True,
+                  kv_token=fp.kv_per_token,
                   state=fp.state_per_seq)
 
 
@@ -222,7 +233,7 @@ def plan_group(item) -> dict:
                         t_kv = lat + (n_in * pl.kv_token + pl.state) / bw
                         ttft = pl.t_pre + t_kv
                         tpot = dl.t_dec
-                        rate = np.minimum(p / pl.t_pre, q * C / (n_out * dl.t_dec))
+                        rate = np.minimum(p * pl.pre_rate, q * C / (n_out * dl.t_dec))
                         tok_dev = rate * n_out / devices
                         evaluated += len(C)
                         for i, c in enumerate(conc):
@@ -234,7 +245,7 @@ def plan_group(item) -> dict:
                                              f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp,
                                              int(c), ttft, tpot[i], tok_dev[i], 1.0 / tpot[i],
                                              devices, pd=(p, q, ptp, dtp),
-                                             ratio=(c * pl.t_pre) / (n_out * dl.t_dec[i])))
+                                             ratio=c / (pl.pre_rate * n_out * dl.t_dec[i])))
     return {"rows": rows, "refused": refused, "evaluated": evaluated}
 
 

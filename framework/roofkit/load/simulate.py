@@ -78,7 +78,7 @@ class Disagg:
 
 def parse_slo(text) -> dict[str, float]:
     """``ttft_p90=2s,tpot_p90=50ms`` -> {"ttft_p90": 2.0, "tpot_p90": 0.05} (seconds)."""
-    if text is None or isinstance(text, dict):
+    if not text or isinstance(text, dict):
         return dict(text or {})
     out = {}
     for part in str(text).split(","):
