@@ -66,6 +66,9 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("engines", "roofkit.schema.engine:EngineSpec",
                  check_path="roofkit.schema.engine:check", marker="scheduler",
                  label="engine profile"),
+        SpecKind("load_cases", "roofkit.schema.load_case:LoadCase",
+                 check_path="roofkit.schema.load_case:check", aliases=False,
+                 label="load validation case"),
         SpecKind("clusters", "roofkit.fleet.cluster:Cluster",
                  check_path="roofkit.fleet.cluster:check", marker="scale_up"),
     )

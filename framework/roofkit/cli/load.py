@@ -178,3 +178,46 @@ def show_engine(args, reg, name) -> int:
             if v not in (None, "", [], {}):
                 print(f"  {k:<24} {v}")
     return 0
+
+
+def validate_load(args, reg) -> int:
+    """``roofkit validate --kind load``: every load case on both bases, and the summary."""
+    from ..load.validation import run
+
+    cases = None
+    if getattr(args, "case", None):
+        cat = reg.catalogues["load_cases"]
+        cases = [cat[name] for name in args.case]
+    report = run(registry=reg, cases=cases)
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+
+    def pct(x):
+        return "-" if x is None else f"{x:+.1%}"
+
+    def num(x):
+        return "-" if x is None else f"{x:.4g}"
+
+    rows = [[c.name, f"{c.metric} {c.statistic}", c.config, num(c.measured),
+             num(c.predicted.get("datasheet")), pct(c.error("datasheet")),
+             num(c.predicted.get("calibrated")), pct(c.error("calibrated"))]
+            for c in report.cases]
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+    if args.markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "---|" * len(headers))
+        for r in rows:
+            print("| " + " | ".join(str(x) for x in r) + " |")
+    else:
+        print(common.table(rows, headers, "lllrrrrr"))
+    print("\nerror = (predicted - measured) / measured")
+    for fam, by_basis in report.summary().items():
+        for basis, s in by_basis.items():
+            if s["cases"]:
+                print(f"{fam:>10} {basis:>10}: median |error| {s['median_abs_error']:.1%}, max "
+                      f"|error| {s['max_abs_error']:.1%} over {s['cases']} cases")
+    for c in report.cases:
+        if c.reason:
+            print(f"  {c.name}: {c.reason}")
+    return 0

@@ -319,9 +319,9 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
         sched["max_num_batched_tokens"] = longest_in
     verify = 1 if spec is None else spec.k + 1
     rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
-    costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
-                      basis=basis, registry=reg, max_rows=rows, max_seqs=sched["max_num_seqs"],
-                      max_context=longest + 2 * verify, verify=verify)
+    costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                       basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
+                       max_context=longest + 2 * verify, verify=verify)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -330,9 +330,10 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     tps = 1.0 if spec is None else spec.tokens_per_step
     draft_time = None
     if spec is not None and spec.draft:
-        dcosts = StepCosts(spec.draft, d, tp=tp, kv_cache_dtype=kv_cache_dtype, basis=basis,
-                           registry=reg, max_rows=sched["max_num_seqs"],
-                           max_seqs=sched["max_num_seqs"], max_context=longest + 2 * verify)
+        dcosts = step_costs(reg, reg.workload(spec.draft), d, tp=tp, precision=None,
+                            kv_cache_dtype=kv_cache_dtype, basis=basis,
+                            max_rows=sched["max_num_seqs"], max_seqs=sched["max_num_seqs"],
+                            max_context=longest + 2 * verify, verify=1)
         k = spec.k
         dfp = _circuit.footprint(spec.draft, d, kv_cache_dtype=kv_cache_dtype, registry=reg,
                                  tp=tp, basis=basis)
@@ -353,6 +354,21 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                        prefix_hit=prefix_hit, tokens_per_step=tps, draft_time=draft_time,
                        decode_only=decode_only)
     return Replica(costs, host, cfg, tuple(notes))
+
+
+def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
+               max_context, verify) -> StepCosts:
+    """The step tables of a deployment, built once per registry (they hold plain floats)."""
+    key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
+           int(max_rows), int(max_seqs), int(max_context), int(verify))
+    hit = reg._memo.get(key)
+    if hit is not None and hit[0] is w and hit[1] is d:
+        return hit[2]
+    costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                      basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
+                      max_context=max_context, verify=verify)
+    reg._memo[key] = (w, d, costs)
+    return costs
 
 
 def _deal(stream, k: int):
