@@ -53,7 +53,7 @@ class Precision:
 
     @property
     def bits_per_element(self) -> float:
-        bits = self.bits
+        bits = float(self.bits)
         if self.block_size:
             bits += (self.scale_bits + self.zero_bits) / self.block_size
         if self.super_block:
