@@ -36,6 +36,8 @@ _LAZY = {
     "ureg": "roofkit.units:ureg",
     "train": "roofkit.fleet.training:train",
     "search_layouts": "roofkit.fleet.search:search_layouts",
+    "simulate": "roofkit.load:simulate",
+    "plan": "roofkit.load:plan",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
     "workload_from_hf": "roofkit.importers:workload_from_hf",
 }

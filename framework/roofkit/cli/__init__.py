@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "roofkit.cli.fleet",
     "roofkit.cli.importers",
     "roofkit.cli.docs",
+    "roofkit.cli.load",
 ]
 
 

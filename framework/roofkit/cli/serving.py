@@ -46,8 +46,12 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
-    p.add_argument("--kind", choices=("serving", "training"), default="serving",
-                   help="serving (specs/validation) or training (specs/training) cases")
+    p.add_argument("--kind", choices=("serving", "training", "load"), default="serving",
+                   help="serving (specs/validation), training (specs/training) or load (the "
+                        "serving-under-load cases of specs/load_cases, predicted by the "
+                        "simulator)")
+    p.add_argument("--case", action="append", default=None, metavar="NAME",
+                   help="with --kind load: only this case (repeatable)")
     p.set_defaults(func=cmd_validate)
 
 
@@ -178,6 +182,10 @@ def cmd_validate(args) -> int:
     from ..serving.validation import OTHER, SCORED, run
 
     reg = common.registry(args)
+    if args.kind == "load":
+        from .load import validate_load
+
+        return validate_load(args, reg)
     report = run(registry=reg)
     if args.json:
         common.print_json(report.to_dict())
