@@ -17,7 +17,7 @@ GEMM efficiency     ``[gemm.<slot>]``: throughput against GEMM size (:mod:`.cali
 overlap ``p``       solved from ``[mixed.<slot>]``, a GEMM where compute and memory are equal
 attention           ``[attention.<name>]``: FlashAttention throughput, for prefill
 link                ``[allreduce.<name>]``: each algorithm fitted to the ring (:mod:`.collective`)
-kernel launch       the host's ``[launch.kernel]``
+kernel launch       the device calibration's ``[launch.kernel]``, else the host's
 ==================  ==========================================================================
 
 A precision whose slot the device lacks (NVFP4 on an H100) runs at the first slot of its
@@ -255,6 +255,10 @@ def _build(device, basis, registry) -> DeviceRoofline:
         prov[key if key != "bandwidth" else "memory.bandwidth"] = \
             f"calibration {cal.name}: {what} ({src})"
 
+    if "kernel" in cal.launch:  # measured on this device (roofkit calibrate) beats the host's
+        launch = cal.launch["kernel"].value
+        take("launch", cal.launch["kernel"], "launch.kernel")
+        prov["launch"] = f"calibration {cal.name}: launch.kernel ({cal.launch['kernel'].source})"
     bandwidth = sheet.bandwidth
     if cal.bandwidth is not None:
         bandwidth = _value(cal.bandwidth)

@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "roofkit.cli.scenarios",
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
+    "roofkit.cli.calibrate",
 ]
 
 
