@@ -9,7 +9,7 @@ import importlib
 
 from .errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
 from .hookspecs import hookimpl, hookspec
-from .types import CostModel, OpKind, Precision, ScenarioKind
+from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
 
 __version__ = "0.1.0"
 
@@ -38,7 +38,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "CostModel", "OOMError", "OpKind", "PluginError", "Precision", "RoofkitError",
+    "CollectiveAlgorithm", "CostModel", "OOMError", "OpKind", "PluginError", "Precision",
+    "RoofkitError",
     "ScenarioKind", "SpecError", "UnknownNameError", "__version__", "hookimpl", "hookspec",
     *_LAZY,
 ]

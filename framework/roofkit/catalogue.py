@@ -16,6 +16,7 @@ from types import MappingProxyType
 import attrs
 
 from .errors import Problem, SpecError, UnknownNameError
+from .files import kind_of_path, real_path, toml_files_under
 from .loader import format_problems, problems_of, read_toml
 from .spec_kinds import SPEC_KINDS, SpecKind, infer_kind
 from .spec_kinds import a as a_noun
@@ -100,7 +101,7 @@ def kind_of_file(path: Path, data: dict | None = None) -> SpecKind | None:
     """The kind of one spec file: by the folder it sits in (after resolving the path, so
     ``h100-sxm.toml`` run from ``specs/calibration`` is a calibration), else by its marker
     key. A file that does not parse raises its SpecError (syntax, encoding)."""
-    path = Path(path).resolve()
+    path = real_path(path)
     kind = SPEC_KINDS.get(path.parent.name)
     if kind is not None:
         return kind
@@ -126,22 +127,30 @@ def files_of(path: str | Path) -> tuple[list[tuple[SpecKind, Path]], list[Proble
     """Spec files under a layer path, resolved: a root with kind folders, a kind folder, a
     folder of loose files (each of the kind its marker key says), or one file. Returns
     (files with their kinds, problems: a missing path, a loose file of no known kind)."""
-    path = Path(path).resolve()
+    path = real_path(path)
     files: list[tuple[SpecKind, Path]] = []
     problems: list[Problem] = []
-    if path.is_file():
+    what = kind_of_path(path)
+    if what == "file":
         _loose(path, files, problems)
-    elif not path.is_dir():
+    elif what == "missing":
         problems.append(Problem(str(path), None, "spec path does not exist"))
+    elif what == "loop":
+        problems.append(Problem(str(path), None, (
+            "spec path is a symlink loop (the links never reach a file or folder)")))
+    elif what != "dir":
+        problems.append(Problem(str(path), None, (
+            f"spec path is {what}, not a spec file or folder; spec files are read only from "
+            "regular files")))
     elif any((path / k).is_dir() for k in SPEC_KINDS):
         for folder, kind in SPEC_KINDS.items():
             d = path / folder
             if d.is_dir():
-                files += [(kind, f) for f in sorted(d.rglob("*.toml"))]
+                files += [(kind, f) for f in toml_files_under(d, recursive=True)]
     elif path.name in SPEC_KINDS:
-        files = [(SPEC_KINDS[path.name], f) for f in sorted(path.glob("*.toml"))]
+        files = [(SPEC_KINDS[path.name], f) for f in toml_files_under(path, recursive=False)]
     else:
-        for f in sorted(path.glob("*.toml")):
+        for f in toml_files_under(path, recursive=False):
             _loose(f, files, problems)
     return files, problems
 
@@ -196,7 +205,7 @@ def check_paths(paths, converter, tables) -> tuple[int, list[Problem]]:
         problems += found
         n += len({p.file for p in found if p.file and Path(p.file).is_file()})
         if not files and not found:
-            problems.append(Problem(str(Path(raw).resolve()), None, (
+            problems.append(Problem(str(real_path(raw)), None, (
                 "no spec files here; a spec folder holds *.toml files or folders named "
                 f"{', '.join(SPEC_KINDS)}")))
         for kind, file in files:

@@ -61,6 +61,19 @@ def roofkit_register_scenario_kinds():
 
 
 @hookspec
+def roofkit_register_collectives():
+    """Register collective algorithms (a hierarchical ring, a flat ring, a plugin's own).
+
+    :return: an iterable of :class:`roofkit.types.CollectiveAlgorithm` (name, the collectives
+        it implements, ``time(collective, message, group, topology)`` in seconds on floats
+        or numpy arrays). A layout may name one (``collective_algorithm="..."``); otherwise
+        the fastest registered algorithm is taken for each collective.
+
+    Called once per registry build; every plugin's results are collected.
+    """
+
+
+@hookspec
 def roofkit_register_spec_dirs():
     """Register folders of TOML specs a plugin ships.
 

@@ -24,6 +24,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from . import units
 from .errors import Problem, SpecError, closest
+from .files import MAX_DEPTH, nesting_problem, read_spec_bytes
 from .schema.common import FieldProblem
 from .schema.fields import meta_of
 
@@ -258,17 +259,11 @@ def format_problems(file: str | Path, items) -> list[Problem]:
 
 
 def read_toml(path: str | Path) -> dict:
-    """Parse a TOML file; a syntax error, a file that is not UTF-8 or cannot be read becomes
-    a SpecError naming the file (and the line)."""
+    """Parse a TOML file; a syntax error, a file that is not UTF-8, cannot be read, is not a
+    regular file, is over the size limit or nests too deep becomes a SpecError naming the
+    file (and the line)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(Problem(str(path), None, "no such spec file")) from None
-    except IsADirectoryError:
-        raise SpecError(Problem(str(path), None, "a folder, not a spec file")) from None
-    except OSError as exc:
-        raise SpecError(Problem(str(path), None, f"cannot read: {exc.strerror or exc}")) from None
+    raw = read_spec_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -277,9 +272,17 @@ def read_toml(path: str | Path) -> dict:
             f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line} (offset {exc.start}) "
             "cannot be decoded; TOML files are UTF-8"))) from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(Problem(str(path), None, f"TOML syntax error: {exc}")) from None
+    except RecursionError:
+        raise SpecError(Problem(str(path), None, (
+            f"tables and arrays nest more than {MAX_DEPTH} levels deep; a spec needs a "
+            "few"))) from None
+    deep = nesting_problem(data)
+    if deep:
+        raise SpecError(Problem(str(path), None, deep))
+    return data
 
 
 def load(path: str | Path, cls, converter: cattrs.Converter | None = None):

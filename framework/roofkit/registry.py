@@ -6,17 +6,25 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 from types import MappingProxyType
 
 from .cache import SpecCache
 from .catalogue import Catalogue, load_layers, load_spec, spec_layers
 from .errors import SpecError, UnknownNameError
+from .files import read_spec_bytes, real_path
 from .loader import make_converter
 from .plugins import Hooks, PluginInfo, make_manager
 from .spec_kinds import SPEC_KINDS
 from .spec_kinds import a as _a
-from .types import CostModel, OpKind, Precision, ScenarioKind
+from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
+
+
+def is_path_ref(ref) -> bool:
+    """Whether ``ref`` names a spec file (a Path, or a string ending in ``.toml``) rather
+    than a catalogue name."""
+    return isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml"))
 
 
 class Registry:
@@ -38,6 +46,8 @@ class Registry:
         self.cost_models = MappingProxyType({k: v[1] for k, v in tables["cost_models"].items()})
         self.scenario_kinds = MappingProxyType(
             {k: v[1] for k, v in tables["scenario_kinds"].items()})
+        self.collectives = MappingProxyType(
+            {k: v[1] for k, v in tables.get("collectives", {}).items()})
         self._memo: dict = {}
 
     def __getattr__(self, name):
@@ -72,6 +82,15 @@ class Registry:
     def scenario_kind(self, name) -> ScenarioKind:
         return self._lookup("scenario_kinds", "scenario kind", name)
 
+    def collective(self, name) -> CollectiveAlgorithm:
+        return self._lookup("collectives", "collective algorithm", name)
+
+    def cluster(self, ref):
+        """A cluster by key, alias, TOML path, spec object or ``NxDEVICE`` (ad hoc)."""
+        from .fleet.cluster import resolve_cluster
+
+        return resolve_cluster(ref, self)
+
     def provider(self, table: str, name: str) -> str:
         """The plugin that registered ``name`` in a plugin table."""
         return self._tables[table][name.lower()][0]
@@ -81,8 +100,11 @@ class Registry:
         kind = SPEC_KINDS[folder]
         if isinstance(ref, kind.cls):
             return ref
-        if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
-            key = (folder, str(Path(ref).resolve()))
+        if is_path_ref(ref):
+            # keyed by the real path and the bytes: another folder's "m.toml" after a chdir,
+            # a case variant of the name or an edit that keeps size and mtime is another key
+            real = real_path(ref)
+            key = (folder, str(real), hashlib.sha256(read_spec_bytes(real)).digest())
             if key not in self._memo:
                 self._memo[key] = load_spec(kind, ref, self.converter,
                                             {**self._tables, **self.catalogues})
@@ -176,6 +198,7 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
         "op_kinds": hooks.named("roofkit_register_op_kinds", OpKind),
         "cost_models": hooks.named("roofkit_register_cost_models", CostModel),
         "scenario_kinds": hooks.named("roofkit_register_scenario_kinds", ScenarioKind),
+        "collectives": hooks.named("roofkit_register_collectives", CollectiveAlgorithm),
     }
     converter = make_converter()
     infos = hooks.infos()

@@ -63,6 +63,8 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("validation", "roofkit.schema.validation:ValidationCase",
                  check_path="roofkit.schema.validation:check", aliases=False, marker="metric",
                  label="validation case"),
+        SpecKind("clusters", "roofkit.fleet.cluster:Cluster",
+                 check_path="roofkit.fleet.cluster:check", marker="scale_up"),
     )
 }
 

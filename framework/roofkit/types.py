@@ -53,7 +53,7 @@ class Precision:
 
     @property
     def bits_per_element(self) -> float:
-        bits = self.bits
+        bits = float(self.bits)
         if self.block_size:
             bits += (self.scale_bits + self.zero_bits) / self.block_size
         if self.super_block:
@@ -117,4 +117,26 @@ class ScenarioKind:
     name: str
     cls: type
     derived: tuple[str, ...] = ()
+    description: str = ""
+
+
+@attrs.frozen
+class CollectiveAlgorithm:
+    """A way to run collectives over a group placed on a cluster's links.
+
+    ``collectives`` names what it implements (``all_reduce``, ``reduce_scatter``,
+    ``all_gather``, ``all_to_all``, ``p2p``). ``time(collective, message, group, topology)``
+    returns seconds for ``message`` bytes (for all-reduce the buffer each device holds; for
+    reduce-scatter and all-gather the full, unsharded buffer; for all-to-all the bytes each
+    device sends in all; for p2p the bytes sent) over ``group``
+    (:class:`roofkit.fleet.collectives.Group`: its size, members per scale-up domain and
+    domains spanned, numpy arrays allowed) on ``topology``
+    (:class:`roofkit.fleet.collectives.Topology`: the tiers' alpha-beta terms and measured
+    curves). It must work on floats and numpy arrays alike. Unless a layout names one, the
+    fastest registered algorithm is taken for each collective.
+    """
+
+    name: str
+    collectives: tuple[str, ...]
+    time: Callable[..., Any]
     description: str = ""

@@ -11,4 +11,5 @@ PLUGINS = (
     "roofkit_builtins.scenario_kinds",
     "roofkit_builtins.op_kinds",
     "roofkit_builtins.cost_models",
+    "roofkit_builtins.collectives",
 )

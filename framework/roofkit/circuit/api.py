@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from ..errors import SpecError, UnknownNameError
-from ..registry import default_registry
+from ..registry import default_registry, is_path_ref
 from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
@@ -81,7 +81,19 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode") -> N
 
 
 def _ref_key(ref):
+    """A catalogue name (any case) or a spec object's identity; spec files are resolved to
+    their spec first (:func:`_by_file`), never keyed by the path as typed."""
     return ref.lower() if isinstance(ref, str) else id(ref)
+
+
+def _by_file(reg, workload, device):
+    """Workload and device refs with a TOML path replaced by its spec, which the registry
+    keys by real path and content."""
+    if is_path_ref(workload):
+        workload = reg.workload(workload)
+    if device is not None and is_path_ref(device):
+        device = reg.device(device)
+    return workload, device
 
 
 #: the cost model each basis runs when none is named
@@ -126,6 +138,7 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
     basis = settings.get("basis", "datasheet")
     if cost_model is None:
         cost_model = default_cost_model(basis)
+    workload, device = _by_file(reg, workload, device)
     key = ("circuit-plan", _ref_key(workload), _ref_key(device), mode, sections,
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
            tuple(sorted(fmts.items())) if fmts else None, basis,
@@ -276,6 +289,7 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     """
     _check_settings(settings, call="footprint")
     reg = default_registry() if registry is None else registry
+    workload, device = _by_file(reg, workload, device)
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
            _ref_key(device), getattr(precision, "name", precision), kv_cache_dtype,

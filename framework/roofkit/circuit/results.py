@@ -135,18 +135,32 @@ class Estimate:
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
 
     @property
-    def peak(self) -> float:
-        """Datasheet peak of the slot doing most of the step's FLOPs, FLOP/s (0: none)."""
-        main = max((r for r in self.rows if r.slot in self.slot_peaks),
-                   key=lambda r: float(np.max(r.flops)), default=None)
-        return float(self.slot_peaks[main.slot]) if main is not None else 0.0
+    def peak(self):
+        """Datasheet peak of the slot of the node doing the most FLOPs, FLOP/s (0: none);
+        per row for arrays of batch sizes or contexts (the main node can change along
+        them, e.g. attention at long contexts), so a row's value never depends on the
+        other rows evaluated with it."""
+        rows = [r for r in self.rows if r.slot in self.slot_peaks]
+        if not rows:
+            return 0.0
+        flops = [r.flops for r in rows]
+        if not any(isinstance(f, np.ndarray) for f in flops):
+            main = max(range(len(rows)), key=lambda i: float(flops[i]))
+            return float(self.slot_peaks[rows[main].slot])
+        stacked = np.stack(np.broadcast_arrays(*(np.asarray(f, dtype=float) for f in flops)))
+        peaks = np.array([float(self.slot_peaks[r.slot]) for r in rows])
+        return peaks[np.argmax(stacked, axis=0)]
 
     @property
     def utilization(self):
         """Hardware FLOPs utilization of one device, ``min(flops / (time * peak), 1)``
         against the datasheet peak of the step's main matrix slot (0 without one)."""
         peak = self.peak
-        if not peak > 0:
+        if not np.all(np.asarray(peak) > 0):
+            if isinstance(peak, np.ndarray):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    u = np.where(peak > 0, self.flops / (self.time * peak), 0.0)
+                return np.minimum(u, 1.0)
             return 0.0 * self.time
         return np.minimum(self.flops / (self.time * peak), 1.0)
 

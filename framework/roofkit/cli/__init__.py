@@ -17,6 +17,8 @@ COMMAND_MODULES = [
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
     "roofkit.cli.calibrate",
+    "roofkit.cli.completion",
+    "roofkit.cli.fleet",
 ]
 
 
@@ -94,6 +96,9 @@ def main(argv=None) -> int:
         parser.print_help()
         return 1
     try:
+        from . import common
+
+        common.announce_names(args)
         return args.func(args) or 0
     except OOMError as exc:
         print(f"roofkit: does not fit: {exc}", file=sys.stderr)

@@ -31,8 +31,8 @@ def register(sub) -> None:
                    help="only this category (cloud, workstation, mobile, edge, tiny)")
     p.set_defaults(func=cmd_devices)
 
-    p = sub.add_parser("show", help="every field of a device, with units and sources")
-    p.add_argument("device", help="device key, alias or TOML path")
+    p = sub.add_parser("show", help="every field of a device or cluster, with units and sources")
+    p.add_argument("device", help="device or cluster key, alias, TOML path or NxDEVICE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
@@ -88,8 +88,29 @@ UNITS_LEGEND = ("units: B = byte = 8 bits (b); sizes and bandwidths are in bytes
                 "written in bits (Gb, Gb/s) is shown converted")
 
 
+def _cluster_named(reg, name: str):
+    """The cluster ``show`` means: a cluster key, a cluster TOML, an ``NxDEVICE``, or a
+    cluster alias that is not also a device's name (None: show a device)."""
+    from ..fleet.cluster import parse_ad_hoc
+
+    key = name.strip().lower()
+    if key in reg.clusters._entries or (name.endswith(".toml") and "scale_up" in
+                                        Path(name).read_text(encoding="utf-8", errors="ignore")):
+        return reg.cluster(name)
+    if name in reg.devices:
+        return None
+    if name in reg.clusters or parse_ad_hoc(name) is not None:
+        return reg.cluster(name)
+    return None
+
+
 def cmd_show(args) -> int:
     reg = common.registry(args)
+    cluster = _cluster_named(reg, args.device)
+    if cluster is not None:
+        from .fleet import show_cluster
+
+        return show_cluster(reg, cluster, args.json)
     d = reg.device(args.device)
     data = common.spec_to_dict(d)
     try:

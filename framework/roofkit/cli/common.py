@@ -119,18 +119,47 @@ def _plain(value, path, sourcing, default):
     return {"value": value, "unit": "", "text": f"{value:g}", "source": src, "source_url": url}
 
 
+def int_range(item: str) -> list[int]:
+    """One item of a list option: ``64``, or a range ``START:STOP:xK`` (multiply by K),
+    ``START:STOP:+K`` (add K) or ``START:STOP`` (add 1); STOP is included when reached.
+    ``1:256:x2`` → 1, 2, 4 ... 256; ``1:8:+1`` → 1 ... 8."""
+    parts = [p.strip() for p in item.split(":")]
+    if len(parts) == 1:
+        return [int(parts[0])]
+    if len(parts) not in (2, 3):
+        raise ValueError(f"a range is START:STOP:xK or START:STOP:+K, got {item!r}")
+    start, stop = int(parts[0]), int(parts[1])
+    step = parts[2] if len(parts) == 3 else "+1"
+    if step[:1] not in ("x", "*", "+") or not step[1:].isdigit():
+        raise ValueError(f"the step of range {item!r} is xK (multiply) or +K (add), "
+                         f"e.g. 1:256:x2 or 1:8:+1, got {step!r}")
+    k = int(step[1:])
+    grows = k > 1 if step[0] in "x*" else k > 0
+    if start < 1 or stop < start or not grows:
+        raise ValueError(f"range {item!r} needs 1 <= START <= STOP and a step that grows "
+                         "(x2 or more, +1 or more)")
+    out, v = [], start
+    while v <= stop:
+        out.append(v)
+        v = v * k if step[0] in "x*" else v + k
+    return out
+
+
 def int_list(text: str) -> list[int]:
-    """argparse type: ``"1,8,64"`` → [1, 8, 64]."""
+    """argparse type: ``"1,8,64"`` → [1, 8, 64]; items may be ranges (:func:`int_range`),
+    ``"1:256:x2"`` → [1, 2, 4, ..., 256]."""
     import argparse
 
     try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected integers separated by commas, got {text!r}") from None
+        out = [v for x in text.split(",") if x.strip() for v in int_range(x)]
+    except ValueError as exc:
+        msg = str(exc) if "range" in str(exc) else (
+            f"expected integers or ranges (1:256:x2, 1:8:+1) separated by commas, "
+            f"got {text!r}")
+        raise argparse.ArgumentTypeError(msg) from None
     if not out:
         raise argparse.ArgumentTypeError("expected at least one integer")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def name_list(text: str) -> list[str]:
@@ -141,3 +170,35 @@ def name_list(text: str) -> list[str]:
     if not out:
         raise argparse.ArgumentTypeError(f"expected names separated by commas, got {text!r}")
     return out
+
+
+def name_note(catalogue, name) -> str | None:
+    """When ``name`` is an alias that picks one of a family of specs (``a100`` among
+    ``a100-80gb``, ``a100-40gb``, ``a100-80gb-pcie``), the choice in words:
+    ``"a100 -> a100-80gb (also: a100-40gb, a100-80gb-pcie)"``; else None."""
+    if not isinstance(name, str) or name.endswith(".toml") or "/" in name:
+        return None
+    n = name.strip().lower()
+    key = catalogue.aliases.get(n)
+    if key is None:
+        return None
+    others = [k for k in catalogue if k != key and k.startswith(n)
+              and not k[len(n):len(n) + 1].isalnum()]
+    if not others:
+        return None
+    return f"{name} -> {key} (also: {', '.join(sorted(others))})"
+
+
+def announce_names(args) -> None:
+    """Print, on stderr, the choice an ambiguous device or workload alias made."""
+    refs = [("devices", getattr(args, "device", None)),
+            ("workloads", getattr(args, "workload", None))]
+    refs += [("devices", d) for d in getattr(args, "devices", None) or ()]
+    if not any(isinstance(r, str) and not r.endswith(".toml") for _, r in refs):
+        return
+    reg = registry(args)
+    for folder, ref in refs:
+        cat = reg.catalogues.get(folder)
+        note = None if cat is None else name_note(cat, ref)
+        if note:
+            print(f"roofkit: {note}", file=sys.stderr)

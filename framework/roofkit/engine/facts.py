@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import units
 from ..errors import RoofkitError, UnknownNameError, closest
-from ..registry import Registry, default_registry
+from ..files import real_path
+from ..registry import Registry, default_registry, is_path_ref
 
 
 class WorkloadFacts:
@@ -234,7 +235,9 @@ class EngineCache:
 
     # -- workloads -----------------------------------------------------------------------
     def workload(self, ref) -> WorkloadFacts:
-        if isinstance(ref, str | Path):
+        if is_path_ref(ref):  # keyed by the file's real path and content, not as typed
+            return self._workload_of_spec(self.registry.workload(ref))
+        if isinstance(ref, str):
             hit = self.workloads.get(ref)
             if hit is None:
                 spec = self.registry.workload(ref)
@@ -255,7 +258,13 @@ class EngineCache:
 
     # -- devices -------------------------------------------------------------------------
     def device(self, ref) -> DeviceFacts:
-        if isinstance(ref, str | Path):
+        if is_path_ref(ref):  # keyed by the file's real path and content, not as typed
+            spec = self.registry.device(ref)
+            hit = self.by_id.get(id(spec))
+            if hit is None or hit.spec is not spec:
+                hit = self.by_id[id(spec)] = DeviceFacts(spec, self._origin(spec, ref))
+            return hit
+        if isinstance(ref, str):
             hit = self.devices.get(ref)
             if hit is None:
                 spec = self.registry.device(ref)
@@ -278,7 +287,7 @@ class EngineCache:
             if entry.obj is spec:
                 return str(entry.origin)
         if isinstance(ref, str | Path):
-            return str(Path(ref).resolve())
+            return str(real_path(ref))
         return "a spec object passed by the caller"
 
     # -- precisions ----------------------------------------------------------------------

@@ -26,8 +26,8 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
           recompute: bool = False, kv_cache_dtype: str | None = None,
           basis: str | None = None, cost_model: str | None = None, formats=None,
           ssm_h_dtype: str | None = None, head: bool | None = None, executor=None,
-          chunk_size: int | None = None,
-          registry=None) -> SweepTable:
+          chunk_size: int | None = None, where=(), feasible_only: bool = False,
+          pareto=None, best_by=None, registry=None) -> SweepTable:
     """Evaluate ``workload`` over every device x precision x tp x context x batch size.
 
     :param workload: a workload key, alias, TOML path or spec.
@@ -54,6 +54,11 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     :param executor: any ``concurrent.futures.Executor``: the grid is split into chunks of
         ``chunk_size`` rows evaluated by its workers and concatenated in order.
     :param chunk_size: rows per chunk (with no executor: evaluate in chunks in-process).
+    :param where, feasible_only, pareto, best_by: keep only the rows satisfying every
+        ``where`` condition, then (``feasible_only``) those that fit, then the Pareto front
+        of the ``pareto`` column pair, then the best row per ``best_by = (group, column[,
+        direction])``; applied in each chunk's worker before its rows travel back, so an
+        executor returns only what is kept (same rows as filtering the whole table).
     :param registry: a Registry, :class:`RegistrySettings`, or None for the default. With
         an executor in other processes (a process pool, Dask, Ray) pass
         :class:`RegistrySettings` (a Registry does not travel); a thread-based executor
@@ -108,18 +113,22 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
             mode, precisions=precisions, contexts=axis, tp=tp, training=training,
             efficiency=efficiency, options=options)
     grid = Grid(mode, workload, devices, precs, tps, ctx, batches, settings)
+    from .reduce import Reduce, combine
+
+    reduce = Reduce(where, feasible_only, pareto, best_by)
 
     if executor is not None:
         from .distribute import run
 
-        return run(grid, executor, chunk_size, registry)
+        return run(grid, executor, chunk_size, registry, reduce)
 
-    from .distribute import local_registry
-    from .evaluate import evaluate, make_pass
+    from .distribute import _evaluate_reduced, local_registry
+    from .evaluate import make_pass
 
     reg = local_registry(registry)
     ev = make_pass(grid, reg)
     n = len(grid)
     if chunk_size is None or chunk_size >= n:
-        return evaluate(grid, 0, n, reg, ev)
-    return SweepTable.concat([evaluate(grid, s, e, reg, ev) for s, e in grid.chunks(chunk_size)])
+        return combine([_evaluate_reduced(grid, 0, n, reg, ev, None)], reduce)
+    return combine([_evaluate_reduced(grid, s, e, reg, ev, reduce)
+                    for s, e in grid.chunks(chunk_size)], reduce)

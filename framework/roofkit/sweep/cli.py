@@ -103,23 +103,19 @@ def run(args, registry) -> int:
     precisions = args.precisions
     if precisions is ENGINE_DEFAULT_PRECISIONS:
         precisions = None  # each mode's own default
+    best_by = None
+    if args.best_by:
+        name, direction = split_direction(args.best_by)
+        best_by = ("device", name, direction)
+    # the filters run where the rows are made (per chunk under an executor)
     table = sweep(args.workload, args.devices, precisions, args.batch_sizes,
                   contexts=args.context, tp=args.tp, mode=mode,
                   efficiency=args.efficiency, kv_cache_dtype=args.kv_dtype,
-                  basis=args.basis, registry=registry)
-    points = len(table)
-    for cond in args.where:
-        table = table.where(cond)
-    omitted = 0
-    if not args.include_infeasible:
-        fits = table.where("feasible")
-        omitted = len(table) - len(fits)
-        table = fits
-    if args.pareto:
-        table = table.pareto(*args.pareto)
-    if args.best_by:
-        name, direction = split_direction(args.best_by)
-        table = table.best_by("device", name, direction)
+                  basis=args.basis, where=args.where,
+                  feasible_only=not args.include_infeasible, pareto=args.pareto,
+                  best_by=best_by, registry=registry)
+    points = int(table.meta.pop("evaluated", len(table)))
+    omitted = int(table.meta.pop("omitted_infeasible", 0))
 
     if args.json:
         common.print_json({"mode": mode, "points": points, "omitted_infeasible": omitted,

@@ -103,12 +103,21 @@ def portable_registry(registry):
 
 
 def run_chunk(item):
-    """Worker entry point: evaluate one row range of a grid (module level, so picklable)."""
+    """Worker entry point: evaluate one row range of a grid and keep what ``reduce`` keeps
+    (module level, so picklable)."""
     from .evaluate import evaluate
 
-    grid, start, stop, settings = item
+    grid, start, stop, settings, reduce = item
     registry = settings.build() if settings is not None else None
-    return evaluate(grid, start, stop, registry)
+    table = evaluate(grid, start, stop, registry)
+    return reduce.apply(table, partial=True) if reduce else table
+
+
+def _evaluate_reduced(grid, start, stop, reg, ev, reduce):
+    from .evaluate import evaluate
+
+    table = evaluate(grid, start, stop, reg, ev)
+    return reduce.apply(table, partial=True) if reduce else table
 
 
 def default_chunk_size(n: int, executor) -> int:
@@ -118,9 +127,10 @@ def default_chunk_size(n: int, executor) -> int:
     return max(1, math.ceil(n / parts))
 
 
-def run(grid, executor: Executor, chunk_size: int | None, registry):
-    """Evaluate ``grid`` on ``executor`` in chunks; tables concatenated in row order."""
-    from .table import SweepTable
+def run(grid, executor: Executor, chunk_size: int | None, registry, reduce=None):
+    """Evaluate ``grid`` on ``executor`` in chunks, each reduced by ``reduce`` in its worker;
+    the kept rows concatenated in row order and reduced once more."""
+    from .reduce import combine
 
     if not isinstance(executor, Executor) and not hasattr(executor, "submit"):
         raise RoofkitError(f"executor must be a concurrent.futures.Executor (or have "
@@ -129,19 +139,19 @@ def run(grid, executor: Executor, chunk_size: int | None, registry):
     if shares_memory(executor):
         # threads share this process: the registry (object or built from settings) and one
         # evaluator, whose resolved facts and plans are read-only once built
-        from .evaluate import evaluate, make_pass
+        from .evaluate import make_pass
 
         reg = local_registry(registry)
         ev = make_pass(grid, reg)
-        futures = [executor.submit(evaluate, grid, s, e, reg, ev)
+        futures = [executor.submit(_evaluate_reduced, grid, s, e, reg, ev, reduce)
                    for s, e in grid.chunks(size)]
     else:
         settings = portable_registry(registry)
-        futures = [executor.submit(run_chunk, (grid, s, e, settings))
+        futures = [executor.submit(run_chunk, (grid, s, e, settings, reduce))
                    for s, e in grid.chunks(size)]
     tables = [f.result() for f in futures]
     if not tables:
         from .evaluate import evaluate
 
-        return evaluate(grid, 0, 0, local_registry(registry))
-    return SweepTable.concat(tables)
+        tables = [evaluate(grid, 0, 0, local_registry(registry))]
+    return combine(tables, reduce)

@@ -209,6 +209,23 @@ class SweepTable:
                 raise ValueError("tables to concatenate have different columns")
         return cls({n: concat([t._columns[n] for t in tables]) for n in names}, tables[0].meta)
 
+    @classmethod
+    def concat_consuming(cls, tables: list) -> SweepTable:
+        """:meth:`concat` that empties ``tables`` column by column as it goes, so the peak
+        is about one table plus one column rather than two tables."""
+        if not tables:
+            return cls({})
+        names = tables[0].columns
+        for t in tables[1:]:
+            if t.columns != names:
+                raise ValueError("tables to concatenate have different columns")
+        meta = tables[0].meta
+        out = {}
+        for n in names:
+            out[n] = concat([t._columns.pop(n) for t in tables])
+        tables.clear()
+        return cls(out, meta)
+
     def __getstate__(self):
         return (self._columns, self._n, self.meta)
 

@@ -1,0 +1,2 @@
+"""Fleets: clusters as specs, collectives on their links, layouts, training steps and the
+layout search (DESIGN.md, "Past one node")."""
