@@ -130,22 +130,34 @@ def _first_sentence(text: str) -> str:
 
 def _markdown(report) -> str:
     """The validation report as Markdown: the scored cases, the summary, the rest."""
-    from ..serving.validation import OTHER, SCORED
+    from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED
 
     def row(c, *extra):
         cells = [f"`{c.name}`", c.metric, c.config, _num(c.measured),
                  _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
-                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")), *extra]
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")),
+                 _err(c.error(LOSO)), *extra]
         return "| " + " | ".join(cells) + " |"
 
-    head = "| case | metric | config | measured | datasheet | error | calibrated | error |"
-    rule = "|---|---|---|---:|---:|---:|---:|---:|"
+    head = ("| case | metric | config | measured | datasheet | error | calibrated | error | "
+            "LOSO error |")
+    rule = "|---|---|---|---:|---:|---:|---:|---:|---:|"
     scored = [c for c in report.cases if c.group == SCORED]
     lines = [f"Scored: {len(scored)} {SCORED} cases.", "", head, rule]
     lines += [row(c) for c in scored]
     lines += ["", "| basis | median abs error | max abs error |", "|---|---:|---:|"]
-    for basis in ("datasheet", "calibrated"):
-        lines.append(f"| {basis} | {_pct(report.median(basis))} | {_pct(report.max(basis))} |")
+    for basis in ("datasheet", "calibrated", LOSO):
+        label = "calibrated, leave-one-source-out" if basis == LOSO else basis
+        lines.append(f"| {label} | {_pct(report.median(basis))} | {_pct(report.max(basis))} |")
+    for by in BREAKDOWNS:
+        lines += ["", f"| {by} | cases | calibrated median | max | LOSO median | max |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r[by]} | {r['cases']} | {_pct(r['calibrated_median_abs_error'])} | "
+                  f"{_pct(r['calibrated_max_abs_error'])} | {_pct(r['loso_median_abs_error'])} "
+                  f"| {_pct(r['loso_max_abs_error'])} |" for r in report.breakdown(by)]
+    lines += ["", "| calibration constant | origin | leave-one-source-out |", "|---|---|---|"]
+    lines += [f"| `{s['constant']}` | {s['origin']} | {s['statement']} |"
+              for s in report.independence]
     other = [c for c in report.cases if c.group == OTHER]
     if other:
         lines += ["", f"Listed, not scored: {len(other)} cases.", "",
@@ -155,7 +167,7 @@ def _markdown(report) -> str:
 
 
 def cmd_validate(args) -> int:
-    from ..serving.validation import OTHER, SCORED, run
+    from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED, run
 
     reg = common.registry(args)
     report = run(registry=reg)
@@ -165,7 +177,8 @@ def cmd_validate(args) -> int:
     if args.markdown:
         print(_markdown(report))
         return 0
-    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err",
+               "loso err"]
     for group in (SCORED, OTHER):
         cases = [c for c in report.cases if c.group == group]
         if not cases:
@@ -173,15 +186,31 @@ def cmd_validate(args) -> int:
         print(f"{group} ({len(cases)} cases)")
         rows = [[c.name, c.metric, c.config, _num(c.measured),
                  _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
-                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated"))]
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")),
+                 _err(c.error(LOSO))]
                 for c in cases]
-        print(common.table(rows, headers, "lllrrrrr"))
+        print(common.table(rows, headers, "lllrrrrrr"))
         if group == OTHER:
             for c in cases:
                 print(f"  {c.name}: {c.reason}")
         print()
-    print("error = (predicted - measured) / measured")
-    for basis in ("datasheet", "calibrated"):
+    for by in BREAKDOWNS:
+        rows = [[r[by], r["cases"], _pct(r["calibrated_median_abs_error"]),
+                 _pct(r["calibrated_max_abs_error"]), _pct(r["loso_median_abs_error"]),
+                 _pct(r["loso_max_abs_error"])] for r in report.breakdown(by)]
+        print(common.table(rows, [by, "cases", "calibrated median", "max", "loso median",
+                                  "max"], "lrrrrr"))
+        print()
+    removed = [s for s in report.independence if s["cases_removed_for"]]
+    print(f"leave-one-source-out: {len(report.independence) - len(removed)} calibration "
+          "constants come from origins no scored case has (independent); removed for the "
+          "cases of their own origin:")
+    for s in removed:
+        print(f"  {s['constant']}: {s['statement']}")
+    print()
+    print("error = (predicted - measured) / measured; loso: calibrated, each case without the "
+          "calibration constants of its own source")
+    for basis in ("datasheet", "calibrated", LOSO):
         n = len(report.errors(basis))
         print(f"{basis:>10}: median |error| {_pct(report.median(basis))}, max |error| "
               f"{_pct(report.max(basis))} over {n} {SCORED} cases")
