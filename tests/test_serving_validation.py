@@ -153,3 +153,19 @@ def test_every_constant_has_an_independence_statement(report, registry):
     assert named == {c.name for c in constants(registry)}
     removed = {s["constant"] for s in report.independence if s["cases_removed_for"]}
     assert "host:engines.tensorrt-llm-session" in removed
+
+
+def test_interval_coverage_out_of_sample_meets_the_target(report):
+    # leave one case out: each case's 80 % interval from the other cases' LOSO residuals
+    c = report.coverage(0.8, "case")
+    assert 0.75 <= c["covered"] <= 0.85 and c["cases"] >= 102
+
+
+def test_the_shipped_residual_table_matches_a_fresh_run(report):
+    from roofkit.intervals import residuals, table
+
+    fresh = {r.case: r.r for r in residuals(report)}
+    shipped = [r for r in table() if r.case in fresh]
+    assert len(shipped) >= 0.9 * len(table())
+    close = [r for r in shipped if abs(r.r - fresh[r.case]) < 0.05]
+    assert len(close) >= 0.9 * len(shipped), "regenerate: python -m roofkit.intervals"

@@ -37,6 +37,9 @@ def register(sub) -> None:
                    help="with --max-load: at most N requests in flight")
     p.add_argument("--require-fit", action="store_true",
                    help="exit 2 when weights and KV do not fit in device memory")
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help="prediction interval level from out-of-sample validation residuals "
+                        "(default 0.8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_serve)
 
@@ -77,7 +80,10 @@ def cmd_serve(args) -> int:
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
                     engine=args.engine,
                     require_fit=args.require_fit)
-    data = est.to_dict()
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
+    data = est.to_dict(level=level)
     if args.json:
         common.print_json(data)
         return 0
@@ -102,6 +108,11 @@ def cmd_serve(args) -> int:
          f"{est.input_len + est.output_len}: {data['max_batch']}"],
     ]
     print(common.table(rows, ["", "estimate"], "lr"))
+    ivs = data["intervals"]
+    if ivs:
+        print(f"\n{100 * level:g}% intervals (out-of-sample validation residuals):")
+        for name, iv in ivs.items():
+            print(f"  {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} ({iv['stratum']})")
     print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
@@ -155,6 +166,7 @@ def _markdown(report) -> str:
         lines += [f"| {r[by]} | {r['cases']} | {_pct(r['calibrated_median_abs_error'])} | "
                   f"{_pct(r['calibrated_max_abs_error'])} | {_pct(r['loso_median_abs_error'])} "
                   f"| {_pct(r['loso_max_abs_error'])} |" for r in report.breakdown(by)]
+    lines += ["", *[f"- {line}" for line in _coverage_lines(report)]]
     lines += ["", "| calibration constant | origin | leave-one-source-out |", "|---|---|---|"]
     lines += [f"| `{s['constant']}` | {s['origin']} | {s['statement']} |"
               for s in report.independence]
@@ -214,4 +226,19 @@ def cmd_validate(args) -> int:
         n = len(report.errors(basis))
         print(f"{basis:>10}: median |error| {_pct(report.median(basis))}, max |error| "
               f"{_pct(report.max(basis))} over {n} {SCORED} cases")
+    print()
+    for line in _coverage_lines(report):
+        print(line)
     return 0
+
+
+def _coverage_lines(report) -> list[str]:
+    out = []
+    for level in (0.8, 0.9):
+        for leave_out in ("case", "source"):
+            c = report.coverage(level, leave_out)
+            out.append(f"{100 * level:g}% intervals, leave one {leave_out} out: cover "
+                       f"{_pct(c['covered'])} of {c['cases']} cases (calibrated range "
+                       f"{_pct(c['inside']['covered'])} of {c['inside']['cases']}, outside "
+                       f"{_pct(c['outside']['covered'])} of {c['outside']['cases']})")
+    return out

@@ -74,6 +74,13 @@ class Report:
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced the predictions
     independence: tuple[dict, ...] = ()  # per calibration constant: origin and statement
 
+    def coverage(self, level: float = 0.8, leave_out: str = "case") -> dict:
+        """Out-of-sample coverage of the prediction intervals at ``level`` over this run's
+        residuals (:func:`roofkit.intervals.coverage`)."""
+        from ..intervals import coverage, residuals
+
+        return coverage(residuals(self), level, leave_out)
+
     def scored(self) -> list[CaseResult]:
         return [c for c in self.cases if c.group == SCORED]
 
@@ -120,7 +127,10 @@ class Report:
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
                 "breakdown": {by: self.breakdown(by) for by in BREAKDOWNS},
-                "independence": list(self.independence), "plugins": list(self.plugins)}
+                "independence": list(self.independence),
+                "interval_coverage": [self.coverage(lv, lo) for lv in (0.8, 0.9)
+                                      for lo in ("case", "source")] if self.independence
+                else [], "plugins": list(self.plugins)}
 
 
 def _describe(case) -> str:
