@@ -134,6 +134,7 @@ class Estimate:
     tdp: float = 0.0  # one device's board power, W (0: the spec declares none)
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
     device_class: str = ""  # vendor and category, the stratum of its interval
+    inside: bool = False  # its bandwidth is measured: the calibrated range of its interval
 
     @property
     def peak(self):
@@ -295,7 +296,7 @@ class Estimate:
         if np.ndim(self.time) != 0:
             return None
         return interval(float(self.time), table(), metric=self.mode, engine="",
-                        device_class=self.device_class, inside=self.measured, level=level)
+                        device_class=self.device_class, inside=self.inside, level=level)
 
     def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
         iv = self.interval(level)

@@ -72,6 +72,13 @@ class DeviceRoofline:
     max_devices: int = 1
     provenance: Mapping[str, str] = attrs.field(factory=dict)
 
+    @property
+    def bandwidth_measured(self) -> bool:
+        """Whether the memory bandwidth is a measurement (the calibrated range of the
+        prediction intervals: a memory-bound estimate rests on it)."""
+        return self.measured and self.provenance.get("memory.bandwidth", "").startswith(
+            "calibration")
+
     def slot_for(self, precision: Precision) -> tuple[str, float, str | None]:
         """(slot, peak, note): the precision's own slot, else its first fallback present.
 
@@ -242,8 +249,9 @@ def _build(device, basis, registry) -> DeviceRoofline:
     cal, origin = _device_calibration(registry, device)
     if cal is None:
         return attrs.evolve(sheet, name="calibrated", launch=launch, provenance=prov,
-                            basis=f"no calibration for {device.name} in specs/calibration/, "
-                            f"so {sheet.basis}{host_note}")
+                            basis=f"no calibration for {device.name} in specs/calibration/ "
+                            "(datasheet only: no measurement of it is published in the sources "
+                            f"read), so {sheet.basis}{host_note}")
     peaks = dict(sheet.peaks)
     measured_keys, sources = [], []
 

@@ -73,7 +73,7 @@ class ServingEstimate:
     prefill_device: float = 0.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
     device_class: str = ""  # vendor and category, the stratum of its intervals
-    measured: bool = False  # the calibrated basis rests on a calibration of this device
+    measured: bool = False  # the calibrated basis rests on a measured bandwidth of the device
     # the circuit estimates the breakdown and energy are computed from, on access
     parts: tuple = attrs.field(default=(), repr=False)
 
@@ -348,7 +348,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         f"per step{', collectives included' if tp > 1 else ''})",
         prefill_device=float(pre.time), plugins=pre.plugins,
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
-        measured=bool(roof.measured), parts=(pre, dec, len(ctx), host_time))
+        measured=roof.bandwidth_measured, parts=(pre, dec, len(ctx), host_time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "
