@@ -160,7 +160,8 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
                          "no decode step; use prefill")
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
-    plan = build_plan(model, roof, cm, mode, sections=sections)
+    origin = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
+    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
     reg._memo[key] = (workload, device, out)
