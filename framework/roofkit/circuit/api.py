@@ -277,7 +277,9 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,
                     usable_fraction=mem.usable_fraction, plugins=tuple(plugins),
-                    tdp=tdp, slot_peaks=device.compute)
+                    tdp=tdp, slot_peaks=device.compute,
+                    device_class=f"{(device.vendor or 'other').lower()} {device.category}",
+                    inside=plan.roofline.bandwidth_measured)
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,

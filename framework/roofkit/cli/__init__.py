@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "roofkit.cli.scenarios",
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
+    "roofkit.cli.calibrate",
     "roofkit.cli.completion",
     "roofkit.cli.plot",
     "roofkit.cli.fleet",

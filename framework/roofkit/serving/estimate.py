@@ -74,8 +74,30 @@ class ServingEstimate(Result):
     launches_source: str = ""
     prefill_device: float = 0.0
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
+    device_class: str = ""  # vendor and category, the stratum of its intervals
+    measured: bool = False  # the calibrated basis rests on a measured bandwidth of the device
     # the circuit estimates the breakdown and energy are computed from, on access
     parts: tuple = attrs.field(default=(), repr=False)
+
+    #: the headline figures that carry an interval
+    HEADLINES = ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s")
+
+    def intervals(self, level: float = 0.8) -> dict:
+        """Per headline figure its prediction interval at ``level`` (:mod:`roofkit.intervals`:
+        out-of-sample residuals of engine x metric x device class x calibrated range)."""
+        from ..intervals import interval, table
+
+        rows, out = table(), {}
+        for name in self.HEADLINES:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            iv = interval(float(value), rows, metric=name, engine=self.engine or "",
+                          device_class=self.device_class,
+                          inside=self.measured and self.basis == "calibrated", level=level)
+            if iv is not None:
+                out[name] = iv
+        return out
 
     @property
     def decode_breakdown(self) -> tuple:
@@ -180,9 +202,10 @@ class ServingEstimate(Result):
         value = {"ttft": self.ttft_ms, "itl": self.itl_ms, "e2e": self.e2e_ms}[name]
         return None if value is None else Q(value, "ms")
 
-    def to_dict(self) -> dict:
+    def to_dict(self, level: float = 0.8) -> dict:
         itl = self.itl_steps * 1e3
         return {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "device": self.device, "tp": self.tp,
             "batch": self.batch, "input_len": self.input_len, "output_len": self.output_len,
             "precision": self.precision, "kv_cache_dtype": self.kv_cache_dtype,
@@ -346,7 +369,8 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         launches_source=f"kernels counted from the circuit plan ({launches} node instances "
         f"per step{', collectives included' if tp > 1 else ''})",
         prefill_device=float(pre.time), plugins=pre.plugins,
-        parts=(pre, dec, len(ctx), host_time))
+        device_class=f"{(d.vendor or 'other').lower()} {d.category}",
+        measured=roof.bandwidth_measured, parts=(pre, dec, len(ctx), host_time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "
