@@ -93,11 +93,12 @@ UNITS_LEGEND = ("units: B = byte = 8 bits (b); sizes and bandwidths are in bytes
 def _cluster_named(reg, name: str):
     """The cluster ``show`` means: a cluster key, a cluster TOML, an ``NxDEVICE``, or a
     cluster alias that is not also a device's name (None: show a device)."""
+    from ..files import read_spec_bytes
     from ..fleet.cluster import parse_ad_hoc
 
     key = name.strip().lower()
-    if key in reg.clusters._entries or (name.endswith(".toml") and "scale_up" in
-                                        Path(name).read_text(encoding="utf-8", errors="ignore")):
+    if key in reg.clusters._entries or (name.endswith(".toml") and
+                                        b"scale_up" in read_spec_bytes(name)):
         return reg.cluster(name)
     if name in reg.devices:
         return None
