@@ -221,7 +221,7 @@ def _cost_problem(model: Model, n: Node, rule, mode: str, scalar) -> SpecError |
             if not _real(v):
                 return SpecError(
                     f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
-                    f"{mode}.{field} is {v!r} at rows={rows:g}, context={context:g}, "
+                    f"{mode}.{field} gives {v!r} at rows={rows:g}, context={context:g}, "
                     f"seqs={seqs:g}; a cost is a finite number >= 0: fix the rule or the "
                     "workload's dims")
     return None

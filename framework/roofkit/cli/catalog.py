@@ -140,6 +140,8 @@ def cmd_show(args) -> int:
     print("sources:")
     for k, url in d.sources.items():
         print(f"  {k}: {url}")
+    for _, key, note in _bit_notes([data["origin"]]) if Path(data["origin"]).is_file() else ():
+        print(f"note: {key} {note}")
     return 0
 
 
@@ -154,10 +156,14 @@ def cmd_check(args) -> int:
         reg = build_registry(entry_points=not args.no_plugins, specs=False)
     tables = {**reg._tables, **reg.catalogues}
     n, problems = check_paths(args.paths, reg.converter, tables)
+    notes = _bit_notes(args.paths)
     if args.json:
         common.print_json({"files": n, "count": len(problems),
-                           "problems": [p.to_dict() for p in problems]})
+                           "problems": [p.to_dict() for p in problems],
+                           "notes": [{"file": f, "key": k, "message": m} for f, k, m in notes]})
         return 1 if problems else 0
+    for file, key, message in notes:
+        print(f"note: {message} @ {file}:{key}")
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -165,6 +171,29 @@ def cmd_check(args) -> int:
         return 1
     print(f"{n} spec file(s) OK")
     return 0
+
+
+def _bit_notes(paths) -> list[tuple[str, str, str]]:
+    """(file, key path, note) for every figure the files under ``paths`` write in bits, so
+    ``check`` shows what it read ("'400 Gb/s' is read as 50 GB/s")."""
+    from ..catalogue import files_of
+    from ..errors import SpecError
+    from ..loader import read_toml
+
+    out = []
+    for raw in paths:
+        try:
+            files = files_of(raw)[0]
+        except SpecError:
+            continue
+        for _, file in files:
+            try:
+                data = read_toml(file)
+            except SpecError:
+                continue
+            out += [(str(file), key, note) for key, note in units.bit_notes(data)
+                    if not key.startswith("provenance.")]
+    return out
 
 
 def cmd_plugins(args) -> int:
