@@ -5,7 +5,9 @@ bandwidth, matrix throughput per compute slot and its dependence on GEMM size, a
 throughput, all-reduce latency and bus bandwidth) or the host (``device`` left out: kernel
 launch cost, per-step engine overheads). Every number is a :class:`Measured` table that
 carries the URL it was read from, where in that source, and notes; nothing is typed
-without one. The circuit's ``calibrated`` basis (``roofkit.circuit.roofline``, and so
+without one. A file written by ``roofkit calibrate`` measured here: its sources say
+``roofkit calibrate ...`` and its ``[provenance]`` records the command, date, host, backend
+and library versions. The circuit's ``calibrated`` basis (``roofkit.circuit.roofline``, and so
 ``roofkit.serve`` and ``roofkit.sweep``) reads these; the ``datasheet``
 basis never does.
 """
@@ -25,6 +27,9 @@ ELEMENT_BYTES = positive(8.0)
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*$")
 _URL = re.compile(r"^https?://\S+$")
+_LOCAL = re.compile(r"^roofkit calibrate\b")
+#: what a calibration measured by ``roofkit calibrate`` records about its run
+LOCAL_PROVENANCE = ("command", "date", "host", "backend", "versions")
 
 
 @attrs.frozen
@@ -155,6 +160,7 @@ class Calibration:
     launch: dict[str, MeasuredTime] = keyed(keys=("kernel", "kernel_sync"))
     engines: dict[str, EngineProfile] = attrs.field(factory=dict)
     notes: str = ""
+    provenance: dict[str, str] = attrs.field(factory=dict)  # a measurement made here
 
     def measurements(self) -> list[tuple[str, Measured]]:
         """Every measured table with its key path (``compute.bf16``, ``engines.vllm``…)."""
@@ -169,10 +175,16 @@ class Calibration:
     def problems(self) -> list[tuple[str, str]]:
         """Cross-field checks: every measurement cites a URL; shapes and keys parse."""
         out = []
+        local = [k for k in LOCAL_PROVENANCE if not str(self.provenance.get(k, "")).strip()]
         for path, m in self.measurements():
-            if not _URL.match(m.source.strip()):
-                out.append((f"{path}.source", f"a measurement needs the URL it was read from, "
-                            f"got {m.source!r}"))
+            src = m.source.strip()
+            if _LOCAL.match(src):
+                if local:
+                    out.append((f"{path}.source", f"{src!r} is a measurement made here: the "
+                                f"file's [provenance] needs {', '.join(local)}"))
+            elif not _URL.match(src):
+                out.append((f"{path}.source", f"a measurement needs the URL it was read from "
+                            f"(or 'roofkit calibrate' with a [provenance] table), got {src!r}"))
         for table in ("compute", "gemm", "mixed"):
             for slot in getattr(self, table):
                 if slot not in SLOTS:
