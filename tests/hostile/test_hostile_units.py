@@ -121,7 +121,7 @@ def test_a_prefix_that_puts_a_value_out_of_range_is_refused_with_the_likely_one(
         return head + f"[{table}]" + re.sub(rf"^{key} = .*$", f'{key} = "{value}"', tail,
                                              count=1, flags=re.M)
     path = _device(tmp_path, edit)
-    code, out, err = run_cli(capsys, "check", str(path), plugins=False)
+    code, _, err = run_cli(capsys, "check", str(path), plugins=False)
     assert code == 1
     line = next(x for x in err.splitlines() if x.endswith(f":{table}.{key}"))
     assert f"got {value!r} (read as" in line and "must be in" in line, line
