@@ -143,6 +143,21 @@ def _parse_quantity(meta: dict):
 def _each(meta: dict, one, what: str):
     """The hook of a field: ``one(value, path)`` on a scalar, or on every entry of a mapping
     field (its keys checked against the declaration)."""
+    if meta.get("sequence"):
+        def sequence(v, _):
+            if not isinstance(v, list):
+                raise _Problems([("", f"expected a list of {what}, got {v!r}")])
+            out, problems = [], []
+            for i, item in enumerate(v):
+                try:
+                    out.append(one(item, ""))
+                except _Problems as exc:
+                    problems += [(f"[{i}]", m) for _, m in exc.items]
+            if problems:
+                raise _Problems(problems)
+            return out
+        return sequence
+
     if meta.get("mapping"):
         def mapping(v, _):
             if not isinstance(v, dict):
@@ -267,7 +282,8 @@ def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
     if isinstance(exc, FieldProblem):  # a field validator, run by the class's __init__
         return [(f"{path}.{exc.key}" if path else exc.key, exc.message)]
     if isinstance(exc, _Problems):
-        return [(f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
+        return [(f"{path}{p}" if p.startswith("[") else
+                 f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
     if isinstance(exc, KeyError):
         key = str(exc.args[0]) if exc.args else "?"
         full = path if path.split(".")[-1] == key else (f"{path}.{key}" if path else key)

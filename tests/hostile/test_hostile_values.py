@@ -40,11 +40,13 @@ def _classes(t):
 
 
 def _numeric(t) -> bool:
-    """int, float, their Optional, or a table of them."""
+    """int, float, their Optional, or a table or list of them."""
     if t in NUMERIC:
         return True
     if typing.get_origin(t) is dict:
         return typing.get_args(t)[1] in NUMERIC
+    if typing.get_origin(t) in (list, tuple):
+        return any(a in NUMERIC for a in typing.get_args(t))
     args = _args(t)
     return len(args) == 1 and args[0] in NUMERIC and t is not args[0]
 
@@ -107,7 +109,9 @@ def _valid(field: attrs.Attribute):
         one = f"{_inside(meta['range'])!r} {SI_UNIT[meta['dimension']]}"
         return {"k": one} if meta.get("mapping") else one
     if "range" in meta:
-        return _inside(meta["range"])
+        inside = _inside(meta["range"])
+        return {"k": inside} if meta.get("mapping") else [inside] if meta.get("sequence") \
+            else inside
     if t is str:
         return "x"
     if typing.get_origin(t) is typing.Literal:
@@ -140,7 +144,8 @@ def _accepted(cls, field, raw) -> bool:
     key = "k"
     if meta.get("keys") and meta.get("closed"):
         key = meta["keys"][0]
-    data[field.name] = {key: raw} if meta.get("mapping") else raw
+    data[field.name] = {key: raw} if meta.get("mapping") else [raw] if meta.get("sequence") \
+        else raw
     try:
         CONVERTER.structure(data, cls)
     except Exception as exc:  # cattrs' validation group

@@ -10,6 +10,8 @@ from typing import Literal
 import attrs
 
 from ..schema.common import check_key
+from ..schema.fields import count, number, positive
+from ..schema.validation import MAX_BATCH, MAX_DEVICES, MAX_REQUESTS, MAX_TOKENS
 
 Metric = Literal["step_s", "tokens_per_s"]
 _URL = re.compile(r"^https?://\S+$")
@@ -19,19 +21,19 @@ _URL = re.compile(r"^https?://\S+$")
 class CaseLayout:
     """The layout the publisher ran (``roofkit train`` arguments)."""
 
-    tp: int = 1
-    pp: int = 1
-    vpp: int = 1
-    dp: int = 1
-    cp: int = 1
-    ep: int = 1
-    micro_batch: int = 1
-    global_batch: int = 1
-    seq_len: int = 2048
+    tp: int = count(default=1, maximum=MAX_DEVICES)
+    pp: int = count(default=1, maximum=MAX_DEVICES)
+    vpp: int = count(default=1, maximum=1000)
+    dp: int = count(default=1, maximum=MAX_DEVICES)
+    cp: int = count(default=1, maximum=MAX_DEVICES)
+    ep: int = count(default=1, maximum=MAX_DEVICES)
+    micro_batch: int = count(default=1, maximum=MAX_BATCH)
+    global_batch: int = count(default=1, maximum=MAX_REQUESTS)
+    seq_len: int = count(default=2048, maximum=MAX_TOKENS)
     precision: str = "bf16"
     recompute: str = "none"
-    zero: int = 0
-    lora: int = 0
+    zero: int = count(default=0, minimum=0, maximum=3)  # ZeRO stage
+    lora: int = count(default=0, minimum=0, maximum=65_536)  # LoRA rank (0: none)
     qlora: bool = False
     attention: str = "flash"
     dropout: bool = False
@@ -55,10 +57,11 @@ class TrainingCase:
     name: str = attrs.field(validator=check_key)
     workload: str
     cluster: str
-    devices: int
     metric: Metric
-    value: float
     layout: CaseLayout
+    devices: int = count(maximum=MAX_DEVICES)
+    #: a measured figure: positive; 1e12 bounds seconds and tokens per second
+    value: float = number(positive(1e12))
     source: CaseSource
     engine: str = ""
     unscored: str = ""

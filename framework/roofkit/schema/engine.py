@@ -17,10 +17,15 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import quantity
+from .fields import count, counts, quantities, quantity
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve"]
+
+#: sequences of one step: ~100x vLLM's largest default (max_num_seqs 1024 on large GPUs)
+MAX_SEQS = 100_000
+#: tokens of one step or one KV block: ~100x a 1M-token context
+MAX_TOKENS = 100_000_000
 
 #: what each scheduling policy does when prompts wait and sequences decode
 POLICIES = {
@@ -29,10 +34,6 @@ POLICIES = {
     "decode-first": "every running sequence decodes each step; waiting prompts fill the "
                     "token budget left over (vLLM's chunked-prefill scheduler)",
 }
-
-
-def _times() -> dict:
-    return {"roofkit": {"dimension": "time", "mapping": True}}
 
 
 @attrs.frozen
@@ -50,8 +51,8 @@ class LargeDevice:
     (vLLM: 70 GiB and not an A100), except the devices listed."""
 
     min_memory: float = quantity("bytes")
-    max_num_seqs: int
-    max_num_batched_tokens: int
+    max_num_seqs: int = count(maximum=MAX_SEQS)
+    max_num_batched_tokens: int = count(maximum=MAX_TOKENS)
     except_devices: list[str] = attrs.field(factory=list)
 
 
@@ -59,12 +60,12 @@ class LargeDevice:
 class SchedulerDefaults(Cited):
     """The scheduler's defaults: sequences and tokens per step, chunking, policy, KV paging."""
 
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = count(default=256, maximum=MAX_SEQS)
+    max_num_batched_tokens: int = count(default=8192, maximum=MAX_TOKENS)
     chunked_prefill: bool = True
     mixed_batches: bool = True  # prefill chunks and decode rows share one step
     policy: Policy = "decode-first"
-    block_size: int = 16  # tokens per KV block
+    block_size: int = count(default=16, maximum=MAX_TOKENS)  # tokens per KV block
     admission: Admission = "grow"
     preemption: Literal["recompute"] = "recompute"
     large_device: LargeDevice | None = None
@@ -76,7 +77,7 @@ class CudaGraphs(Cited):
     captured size and replays it with one launch; beyond the largest it launches every
     kernel. Empty: no graphs."""
 
-    batch_sizes: list[int] = attrs.field(factory=list)
+    batch_sizes: list[int] = counts(maximum=MAX_SEQS)
 
 
 @attrs.frozen
@@ -86,7 +87,7 @@ class HostOverhead(Cited):
     profile of the host calibration (``calibration = "vllm"``). ``overlap``: the engine
     prepares the next step while the device runs this one (step = max(device, host))."""
 
-    by_batch: dict[str, float] = attrs.field(factory=dict, metadata=_times())
+    by_batch: dict[str, float] = quantities("time")
     calibration: str = ""
     overlap: bool = False
 

@@ -10,6 +10,8 @@ from typing import Literal
 import attrs
 
 from .common import check_key
+from .fields import count, number, positive
+from .validation import MAX_BATCH, MAX_DEVICES, MAX_REQUESTS, MAX_TOKENS
 
 Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
                  "requests_per_s"]
@@ -37,16 +39,17 @@ class LoadConfig:
     profile_note: str = ""
     precision: str | None = None
     kv_dtype: str | None = None
-    tp: int = 1
-    dp: int = 1
-    concurrency: int | None = None
-    rate: float | None = None
-    input_len: int = 128
-    output_len: int = 128
-    requests: int | None = None
+    tp: int = count(default=1, maximum=MAX_DEVICES)
+    dp: int = count(default=1, maximum=MAX_DEVICES)
+    concurrency: int | None = count(default=None, maximum=MAX_BATCH)
+    #: requests per second: 1e9 is ~1000x any published serving benchmark's rate
+    rate: float | None = number(positive(1e9), default=None)
+    input_len: int = count(default=128, maximum=MAX_TOKENS)
+    output_len: int = count(default=128, maximum=MAX_TOKENS)
+    requests: int | None = count(default=None, maximum=MAX_REQUESTS)
     disagg: str = ""
-    max_num_seqs: int | None = None
-    max_batched_tokens: int | None = None
+    max_num_seqs: int | None = count(default=None, maximum=MAX_BATCH)
+    max_batched_tokens: int | None = count(default=None, maximum=MAX_TOKENS)
     throughput_basis: Literal["total", "per_gpu", ""] = ""
 
 
@@ -58,8 +61,9 @@ class LoadCase:
     workload: str
     device: str
     metric: Metric
-    value: float
     config: LoadConfig
+    #: a measured figure: positive; 1e12 bounds every metric's unit (ms, tokens/s, 1/s)
+    value: float = number(positive(1e12))
     source: LoadSource
     statistic: Statistic = "mean"
     unscored: str = ""
