@@ -40,13 +40,11 @@ def _classes(t):
 
 
 def _numeric(t) -> bool:
-    """int, float, their Optional, or a table or list of them."""
+    """int, float, their Optional, or a table of them."""
     if t in NUMERIC:
         return True
     if typing.get_origin(t) is dict:
         return typing.get_args(t)[1] in NUMERIC
-    if typing.get_origin(t) in (list, tuple):
-        return any(a in NUMERIC for a in typing.get_args(t))
     args = _args(t)
     return len(args) == 1 and args[0] in NUMERIC and t is not args[0]
 
@@ -109,9 +107,7 @@ def _valid(field: attrs.Attribute):
         one = f"{_inside(meta['range'])!r} {SI_UNIT[meta['dimension']]}"
         return {"k": one} if meta.get("mapping") else one
     if "range" in meta:
-        inside = _inside(meta["range"])
-        return {"k": inside} if meta.get("mapping") else [inside] if meta.get("sequence") \
-            else inside
+        return [_inside(meta["range"])] if meta.get("sequence") else _inside(meta["range"])
     if t is str:
         return "x"
     if typing.get_origin(t) is typing.Literal:

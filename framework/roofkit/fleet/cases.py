@@ -11,7 +11,6 @@ import attrs
 
 from ..schema.common import check_key
 from ..schema.fields import count, number, positive
-from ..schema.validation import MAX_BATCH, MAX_DEVICES, MAX_REQUESTS, MAX_TOKENS
 
 Metric = Literal["step_s", "tokens_per_s"]
 _URL = re.compile(r"^https?://\S+$")
@@ -21,19 +20,19 @@ _URL = re.compile(r"^https?://\S+$")
 class CaseLayout:
     """The layout the publisher ran (``roofkit train`` arguments)."""
 
-    tp: int = count(default=1, maximum=MAX_DEVICES)
-    pp: int = count(default=1, maximum=MAX_DEVICES)
+    tp: int = count(default=1, maximum=100_000)
+    pp: int = count(default=1, maximum=100_000)
     vpp: int = count(default=1, maximum=1000)
-    dp: int = count(default=1, maximum=MAX_DEVICES)
-    cp: int = count(default=1, maximum=MAX_DEVICES)
-    ep: int = count(default=1, maximum=MAX_DEVICES)
-    micro_batch: int = count(default=1, maximum=MAX_BATCH)
-    global_batch: int = count(default=1, maximum=MAX_REQUESTS)
-    seq_len: int = count(default=2048, maximum=MAX_TOKENS)
+    dp: int = count(default=1, maximum=10**7)
+    cp: int = count(default=1, maximum=100_000)
+    ep: int = count(default=1, maximum=100_000)
+    micro_batch: int = count(default=1, maximum=10**6)
+    global_batch: int = count(default=1, maximum=10**8)
+    seq_len: int = count(default=2048, maximum=10**8)
     precision: str = "bf16"
     recompute: str = "none"
-    zero: int = count(default=0, minimum=0, maximum=3)  # ZeRO stage
-    lora: int = count(default=0, minimum=0, maximum=65_536)  # LoRA rank (0: none)
+    zero: int = count(default=0, minimum=0, maximum=3)
+    lora: int = count(default=0, minimum=0, maximum=100_000, doc="LoRA rank (0: none)")
     qlora: bool = False
     attention: str = "flash"
     dropout: bool = False
@@ -57,11 +56,10 @@ class TrainingCase:
     name: str = attrs.field(validator=check_key)
     workload: str
     cluster: str
+    devices: int = count(maximum=10**7)
     metric: Metric
-    layout: CaseLayout
-    devices: int = count(maximum=MAX_DEVICES)
-    #: a measured figure: positive; 1e12 bounds seconds and tokens per second
     value: float = number(positive(1e12))
+    layout: CaseLayout
     source: CaseSource
     engine: str = ""
     unscored: str = ""

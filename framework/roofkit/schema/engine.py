@@ -17,15 +17,10 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import count, counts, quantities, quantity
+from .fields import MAX_COUNT, count, counts, quantities, quantity
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve"]
-
-#: sequences of one step: ~100x vLLM's largest default (max_num_seqs 1024 on large GPUs)
-MAX_SEQS = 100_000
-#: tokens of one step or one KV block: ~100x a 1M-token context
-MAX_TOKENS = 100_000_000
 
 #: what each scheduling policy does when prompts wait and sequences decode
 POLICIES = {
@@ -51,8 +46,8 @@ class LargeDevice:
     (vLLM: 70 GiB and not an A100), except the devices listed."""
 
     min_memory: float = quantity("bytes")
-    max_num_seqs: int = count(maximum=MAX_SEQS)
-    max_num_batched_tokens: int = count(maximum=MAX_TOKENS)
+    max_num_seqs: int = count()
+    max_num_batched_tokens: int = count(maximum=100 * MAX_COUNT)
     except_devices: list[str] = attrs.field(factory=list)
 
 
@@ -60,12 +55,12 @@ class LargeDevice:
 class SchedulerDefaults(Cited):
     """The scheduler's defaults: sequences and tokens per step, chunking, policy, KV paging."""
 
-    max_num_seqs: int = count(default=256, maximum=MAX_SEQS)
-    max_num_batched_tokens: int = count(default=8192, maximum=MAX_TOKENS)
+    max_num_seqs: int = count(default=256)
+    max_num_batched_tokens: int = count(default=8192, maximum=100 * MAX_COUNT)
     chunked_prefill: bool = True
     mixed_batches: bool = True  # prefill chunks and decode rows share one step
     policy: Policy = "decode-first"
-    block_size: int = count(default=16, maximum=MAX_TOKENS)  # tokens per KV block
+    block_size: int = count(default=16, maximum=4096, doc="tokens per KV block")
     admission: Admission = "grow"
     preemption: Literal["recompute"] = "recompute"
     large_device: LargeDevice | None = None
@@ -77,7 +72,7 @@ class CudaGraphs(Cited):
     captured size and replays it with one launch; beyond the largest it launches every
     kernel. Empty: no graphs."""
 
-    batch_sizes: list[int] = counts(maximum=MAX_SEQS)
+    batch_sizes: list[int] = counts()
 
 
 @attrs.frozen

@@ -187,7 +187,7 @@ def count(*, maximum: int = MAX_COUNT, default=attrs.NOTHING, minimum: int = 1,
 
 
 def counts(*, maximum: int = MAX_COUNT, minimum: int = 1, doc: str = ""):
-    """A list of integers, each from ``minimum`` to ``maximum`` (``batch_sizes = [1, 2, 4]``)."""
+    """A list of integers, each from ``minimum`` to ``maximum``."""
     return attrs.field(factory=list, kw_only=True,
                        metadata=_meta(range=Range(minimum, maximum, integer=True),
                                       sequence=True, doc=doc))

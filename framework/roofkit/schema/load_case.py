@@ -11,7 +11,6 @@ import attrs
 
 from .common import check_key
 from .fields import count, number, positive
-from .validation import MAX_BATCH, MAX_DEVICES, MAX_REQUESTS, MAX_TOKENS
 
 Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
                  "requests_per_s"]
@@ -39,17 +38,16 @@ class LoadConfig:
     profile_note: str = ""
     precision: str | None = None
     kv_dtype: str | None = None
-    tp: int = count(default=1, maximum=MAX_DEVICES)
-    dp: int = count(default=1, maximum=MAX_DEVICES)
-    concurrency: int | None = count(default=None, maximum=MAX_BATCH)
-    #: requests per second: 1e9 is ~1000x any published serving benchmark's rate
-    rate: float | None = number(positive(1e9), default=None)
-    input_len: int = count(default=128, maximum=MAX_TOKENS)
-    output_len: int = count(default=128, maximum=MAX_TOKENS)
-    requests: int | None = count(default=None, maximum=MAX_REQUESTS)
+    tp: int = count(default=1, maximum=100_000)
+    dp: int = count(default=1, maximum=100_000)
+    concurrency: int | None = count(default=None)
+    rate: float | None = number(positive(1e9), default=None, doc="requests per second")
+    input_len: int = count(default=128, maximum=10**8)
+    output_len: int = count(default=128, maximum=10**8)
+    requests: int | None = count(default=None, maximum=10**8)
     disagg: str = ""
-    max_num_seqs: int | None = count(default=None, maximum=MAX_BATCH)
-    max_batched_tokens: int | None = count(default=None, maximum=MAX_TOKENS)
+    max_num_seqs: int | None = count(default=None)
+    max_batched_tokens: int | None = count(default=None, maximum=10**8)
     throughput_basis: Literal["total", "per_gpu", ""] = ""
 
 
@@ -61,9 +59,8 @@ class LoadCase:
     workload: str
     device: str
     metric: Metric
-    config: LoadConfig
-    #: a measured figure: positive; 1e12 bounds every metric's unit (ms, tokens/s, 1/s)
     value: float = number(positive(1e12))
+    config: LoadConfig
     source: LoadSource
     statistic: Statistic = "mean"
     unscored: str = ""
