@@ -129,3 +129,64 @@ def test_an_internal_error_is_one_message_not_a_traceback(monkeypatch):
     error = kept_promises(o, json_mode=True)
     assert o.code == 1 and error["kind"] == "internal"
     assert "ROOFKIT_DEBUG" in error["hint"]
+
+
+# -- every option of every command, with values a careless or hostile user types -----------
+
+#: a valid value for each positional argument, by its name
+_POSITIONALS = {"workload": [W], "device": [D], "devices": [D], "paths": ["specs/devices"],
+                "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"]}
+#: commands too slow to run per value (each predicts every published case)
+_SKIP = {"validate"}
+HOSTILE_VALUES = ["-1", "nan", HUGE, "x" * 100_000]
+
+
+def _option_cases():
+    import argparse
+
+    from roofkit.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    cases = []
+    for name, sp in sub.choices.items():
+        if name in _SKIP:
+            continue
+        actions = [a for a in sp._actions if not isinstance(a, argparse._HelpAction)]
+        positionals = [a.dest for a in actions if not a.option_strings]
+        if any(p not in _POSITIONALS for p in positionals):
+            continue  # a command this suite does not know how to call yet
+        head = [name] + [v for p in positionals for v in _POSITIONALS[p]]
+        json_flag = ["--json"] if any("--json" in a.option_strings for a in actions) else []
+        for a in actions:
+            if not a.option_strings or a.nargs == 0 or "--spec-path" in a.option_strings:
+                continue  # a spec path rebuilds the catalogue: test_hostile_files covers it
+            # one value per option, in turn, so every value meets every kind of option
+            value = HOSTILE_VALUES[len(cases) % len(HOSTILE_VALUES)]
+            cases.append([*head, a.option_strings[-1], value, *json_flag])
+    return cases
+
+
+def _commands_with_options():
+    import argparse
+
+    from roofkit.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name for name, sp in sub.choices.items() if any(
+        a.option_strings and a.nargs != 0 and "--spec-path" not in a.option_strings
+        for a in sp._actions)}
+
+
+def test_the_hostile_runner_covers_every_command_but_the_slow_one():
+    covered = {argv[0] for argv in _option_cases()}
+    assert covered == _commands_with_options() - _SKIP, _commands_with_options() - covered
+    assert {argv[-2] if argv[-1] == "--json" else argv[-1] for argv in _option_cases()} == \
+        set(HOSTILE_VALUES)
+
+
+@pytest.mark.parametrize("argv", _option_cases(), ids=lambda a: " ".join(a)[:70])
+def test_every_option_of_every_command_survives_hostile_values(argv):
+    o = run_cli(*argv)
+    kept_promises(o, json_mode="--json" in argv)
+    assert len(o.err) < 5000  # a 100 KB value is never echoed whole
