@@ -34,7 +34,12 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "train": "roofkit.fleet.training:train",
+    "search_layouts": "roofkit.fleet.search:search_layouts",
+    "simulate": "roofkit.load:simulate",
+    "plan": "roofkit.load:plan",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
+    "workload_from_hf": "roofkit.importers:workload_from_hf",
 }
 
 __all__ = [

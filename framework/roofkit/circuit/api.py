@@ -190,9 +190,9 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
                          "no decode step; use prefill")
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
-    plan = build_plan(model, roof, cm, mode, sections=sections)
-    provider = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
-    plan = attrs.evolve(plan, provider=provider)
+    origin = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
+    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin)
+    plan = attrs.evolve(plan, provider=origin)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
     reg._memo[key] = (workload, device, out)
@@ -277,7 +277,9 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,
                     usable_fraction=mem.usable_fraction, plugins=tuple(plugins),
-                    tdp=tdp, slot_peaks=device.compute)
+                    tdp=tdp, slot_peaks=device.compute,
+                    device_class=f"{(device.vendor or 'other').lower()} {device.category}",
+                    inside=plan.roofline.bandwidth_measured)
 
 
 def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dtype=None,
@@ -467,4 +469,5 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
                required=req, usable=usable, capacity=mem.capacity,
                usable_fraction=mem.usable_fraction,
                usable_reason=mem.usable_reason or "the whole capacity (no usable_fraction "
-               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp)
+               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp,
+               plugins=tuple(reg.plugin_set))

@@ -14,8 +14,13 @@ COMMAND_MODULES = [
     "roofkit.cli.scenarios",
     "roofkit.cli.circuit",
     "roofkit.cli.serving",
+    "roofkit.cli.calibrate",
     "roofkit.cli.completion",
+    "roofkit.cli.plot",
     "roofkit.cli.fleet",
+    "roofkit.cli.importers",
+    "roofkit.cli.docs",
+    "roofkit.cli.load",
 ]
 
 

@@ -8,6 +8,7 @@ pays for pint. ``to_dict()`` gives plain floats under unit-suffixed keys.
 from __future__ import annotations
 
 from .. import units
+from ..results import Headline, Result
 from . import calibration as cal
 
 _TIER_NAMES = {
@@ -19,7 +20,7 @@ _TIER_NAMES = {
 }
 
 
-class PerformanceProfile:
+class PerformanceProfile(Result):
     """Latency, throughput, energy, footprint, utilization and bound of one configuration.
 
     ``latency = max(latency_compute, latency_memory) + latency_overhead``;
@@ -58,6 +59,31 @@ class PerformanceProfile:
         "mfu",
         "overhead_dominated",
     )
+
+    HEADLINE = (
+        Headline("latency", "ms", lambda p: p._t * 1e3),
+        Headline("latency_compute", "ms", lambda p: p._tc * 1e3),
+        Headline("latency_memory", "ms", lambda p: p._tm * 1e3),
+        Headline("latency_overhead", "ms", lambda p: p._to * 1e3),
+        Headline("throughput", "1/s", lambda p: p._thr),
+        Headline("energy", "J", lambda p: p._energy),
+        Headline("memory_footprint", "B", lambda p: p._footprint),
+        Headline("mfu", "", lambda p: p.mfu),
+        Headline("hfu", "", lambda p: p.hfu),
+    )
+    KIND = "Engine profile"
+    PLOT = "roofline"
+
+    def title(self) -> str:
+        return (f"{self._wf.name} on {self._df.name}: batch {self._inputs[0]}, "
+                f"{self._inputs[1]}, {self.bottleneck}-bound, "
+                f"{'fits' if self.feasible else 'does not fit'}")
+
+    def identity(self) -> dict:
+        return {"workload": self._wf.name, "device": self._df.name,
+                "batch": self._inputs[0], "precision": self._inputs[1],
+                "is_training": self._inputs[3], "bottleneck": self.bottleneck,
+                "feasible": self.feasible}
 
     def __init__(self, t, tc, tm, to, thr, energy, footprint, mfu, hfu, bottleneck, feasible,
                  overhead_dominated, bw, tier, peak, slot, fell_back, ops_model, ops_hw,
@@ -456,8 +482,3 @@ class PerformanceProfile:
             f"energy     {fmt(self._energy, 'energy')}   footprint "
             f"{fmt(self._footprint, 'bytes')}   MFU {self.mfu:.3f}  HFU {self.hfu:.3f}",
         ])
-
-    def __repr__(self) -> str:
-        return (f"<PerformanceProfile {self._wf.name} on {self._df.name}: "
-                f"latency {units.fmt(self._t, 'time')}, {self.bottleneck}, "
-                f"feasible={self.feasible}>")
