@@ -135,9 +135,11 @@ def test_an_internal_error_is_one_message_not_a_traceback(monkeypatch):
 
 #: a valid value for each positional argument, by its name
 _POSITIONALS = {"workload": [W], "device": [D], "devices": [D], "paths": ["specs/devices"],
-                "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"]}
-#: commands too slow to run per value (each predicts every published case)
-_SKIP = {"validate"}
+                "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"],
+                "cluster": ["dgx-a100"], "path": ["tests/data/hf/llama-3.2-1b/config.json"]}
+#: commands too slow to run per value: validate predicts every published case, calibrate
+#: times microbenchmarks on this machine (about a minute) before it reads its options
+_SKIP = {"validate", "calibrate"}
 HOSTILE_VALUES = ["-1", "nan", HUGE, "x" * 100_000]
 
 
@@ -178,7 +180,7 @@ def _commands_with_options():
         for a in sp._actions)}
 
 
-def test_the_hostile_runner_covers_every_command_but_the_slow_one():
+def test_the_hostile_runner_covers_every_command_but_the_slow_ones():
     covered = {argv[0] for argv in _option_cases()}
     assert covered == _commands_with_options() - _SKIP, _commands_with_options() - covered
     assert {argv[-2] if argv[-1] == "--json" else argv[-1] for argv in _option_cases()} == \
@@ -189,4 +191,5 @@ def test_the_hostile_runner_covers_every_command_but_the_slow_one():
 def test_every_option_of_every_command_survives_hostile_values(argv):
     o = run_cli(*argv)
     kept_promises(o, json_mode="--json" in argv)
-    assert len(o.err) < 5000  # a 100 KB value is never echoed whole
+    if o.code:
+        assert len(o.err) < 5000  # a refused 100 KB value is never echoed whole
