@@ -88,7 +88,7 @@ def is_hf_path(ref) -> bool:
         return True
     try:
         return p.is_dir() and (p / "config.json").is_file()
-    except OSError:  # a name the file system cannot hold (too long) is no folder
+    except OSError:  # a name too long, a loop: not a model folder (the lookup says why)
         return False
 
 
