@@ -193,3 +193,20 @@ def test_every_option_of_every_command_survives_hostile_values(argv):
     kept_promises(o, json_mode="--json" in argv)
     if o.code:
         assert len(o.err) < 5000  # a refused 100 KB value is never echoed whole
+
+
+def test_the_guarantees_page_names_every_hostile_file_every_error_kind_and_bound():
+    from pathlib import Path
+
+    from roofkit import bounds
+    from roofkit.cli.failure import KINDS
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "guarantees.md").read_text()
+    for test_file in sorted((root / "tests" / "hostile").glob("test_*.py")):
+        assert f"`{test_file.name}`" in page, f"docs/guarantees.md omits {test_file.name}"
+    for kind in KINDS:
+        assert f"| `{kind}` |" in page, f"docs/guarantees.md omits the error kind {kind!r}"
+    for name in ("MAX_BATCH", "MAX_TOKENS", "MAX_OUTPUT_TOKENS", "MAX_DEVICES"):
+        value = getattr(bounds, name)
+        assert f"| `{name}` | 2^{value.bit_length() - 1}" in page, name
