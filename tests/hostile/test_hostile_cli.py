@@ -34,6 +34,9 @@ FAILURES = [
      "max_requests must be an integer >= 1, got -1"),
     (["serve", W, D, "--max-requests", "0"], 1, "error", "belong to --max-load"),
     (["sweep", W, D, "-b", "0"], 1, "bad_argument", ">= 1"),
+    (["simulate", W, D, "--rate", "10", "--requests", "100000000"], 1, "bad_argument",
+     "MAX_REQUESTS"),
+    (["simulate", W, D, "--concurrency", "100000000"], 1, "bad_argument", "MAX_BATCH"),
     (["sweep", W, D, "--mode", "decode", "-b", "99999999999999999999"], 1, "bad_argument",
      "MAX_BATCH"),
     (["scenarios", "--kind", "host_dispatc"], 1, "unknown_name", "Did you mean 'host_dispatch'"),
@@ -207,6 +210,6 @@ def test_the_guarantees_page_names_every_hostile_file_every_error_kind_and_bound
         assert f"`{test_file.name}`" in page, f"docs/guarantees.md omits {test_file.name}"
     for kind in KINDS:
         assert f"| `{kind}` |" in page, f"docs/guarantees.md omits the error kind {kind!r}"
-    for name in ("MAX_BATCH", "MAX_TOKENS", "MAX_OUTPUT_TOKENS", "MAX_DEVICES"):
+    for name in ("MAX_BATCH", "MAX_TOKENS", "MAX_OUTPUT_TOKENS", "MAX_DEVICES", "MAX_REQUESTS"):
         value = getattr(bounds, name)
         assert f"| `{name}` | 2^{value.bit_length() - 1}" in page, name
