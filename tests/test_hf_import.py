@@ -447,3 +447,14 @@ def test_a_model_class_whose_head_the_template_does_not_cost_is_refused(registry
         workload_from_hf(cfg, registry=registry)
     assert roofkit.workload_from_hf(_config("llama-3.1-8b"), registry=registry).template == \
         "dense"  # LlamaForCausalLM is the head the template costs
+
+
+def test_a_missing_config_json_path_is_a_spec_error_naming_it(tmp_path, registry):
+    missing = tmp_path / "nowhere" / "config.json"
+    with pytest.raises(SpecError, match="does not exist"):
+        registry.workload(str(missing))
+
+
+def test_an_unknown_workload_name_says_hugging_face_configs_work_too(registry):
+    with pytest.raises(UnknownNameError, match=r"Hugging Face config\.json"):
+        registry.workload("qwen2.5-14b-instruct")
