@@ -26,6 +26,12 @@ def is_path_ref(ref) -> bool:
     than a catalogue name."""
     return isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml"))
 
+#: the object type of each plugin table (what a lookup accepts besides a name)
+_TABLE_TYPES = {"precisions": Precision, "op_kinds": OpKind, "cost_models": CostModel,
+                "scenario_kinds": ScenarioKind}
+_EXAMPLES = {"precisions": "bf16", "op_kinds": "linear", "cost_models": "roofline",
+             "scenario_kinds": "host_dispatch"}
+
 
 class Registry:
     """Everything roofkit knows, immutable after build.
@@ -62,7 +68,15 @@ class Registry:
     # -- plugin tables -------------------------------------------------------------------
     def _lookup(self, table: str, kind: str, name):
         if not isinstance(name, str):
-            return name
+            cls = _TABLE_TYPES[table]
+            if isinstance(name, cls):
+                return name
+            from .errors import ArgumentError, shown
+
+            raise ArgumentError(f"a {kind} is given by name (a string such as "
+                                f"{_EXAMPLES[table]!r}) or as a "
+                                f"{cls.__name__} object, got {shown(name, 80)} "
+                                f"({type(name).__name__})")
         mapping = getattr(self, table)
         try:
             return mapping[name.strip().lower()]
@@ -112,8 +126,10 @@ class Registry:
                                             {**self._tables, **self.catalogues})
             return self._memo[key]
         if not isinstance(ref, str):
-            raise TypeError(f"expected a {kind.noun} name, TOML path or spec object, got "
-                            f"{type(ref).__name__}")
+            from .errors import ArgumentError, shown
+
+            raise ArgumentError(f"expected a {kind.noun} name, TOML path or spec object, got "
+                                f"{shown(ref, 80)} ({type(ref).__name__})")
         cat = self.catalogues[folder]
         try:
             return cat[ref]
@@ -263,4 +279,14 @@ def default_registry() -> Registry:
 
 
 def resolve(registry: Registry | None) -> Registry:
-    return default_registry() if registry is None else registry
+    """``registry``, or the process default when None; anything else is an ArgumentError
+    (``registry="x"`` must not surface later as an AttributeError)."""
+    if registry is None:
+        return default_registry()
+    if not isinstance(registry, Registry):
+        from .errors import ArgumentError, shown
+
+        raise ArgumentError(f"registry must be a roofkit Registry (roofkit.build_registry()) "
+                            f"or None for the default, got {shown(registry, 80)} "
+                            f"({type(registry).__name__})")
+    return registry
