@@ -458,3 +458,8 @@ def test_a_missing_config_json_path_is_a_spec_error_naming_it(tmp_path, registry
 def test_an_unknown_workload_name_says_hugging_face_configs_work_too(registry):
     with pytest.raises(UnknownNameError, match=r"Hugging Face config\.json"):
         registry.workload("qwen2.5-14b-instruct")
+
+
+def test_an_over_long_config_path_is_a_spec_error(registry):
+    with pytest.raises(SpecError):
+        workload_from_hf("x" * 5000 + "/config.json", registry=registry)

@@ -137,6 +137,9 @@ def _range(meta: dict | None, tp) -> str:
             parts.append(">= 0")
         elif meta.get("positive"):
             parts.append("> 0")
+    for key, rng_k in (meta.get("limits") or {}).items():
+        shown = rng_k.text(dim) if hasattr(rng_k, "text") else str(rng_k)
+        parts.append(f"`{key}` {shown}")
     keys = meta.get("keys")
     if keys:
         shown = ", ".join(f"`{k}`" for k in keys)
