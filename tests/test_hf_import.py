@@ -463,3 +463,12 @@ def test_an_unknown_workload_name_says_hugging_face_configs_work_too(registry):
 def test_an_over_long_config_path_is_a_spec_error(registry):
     with pytest.raises(SpecError):
         workload_from_hf("x" * 5000 + "/config.json", registry=registry)
+
+
+def test_an_exclusion_naming_weights_the_model_lacks_is_left_out_and_said(registry):
+    cfg = _with("llama-3.1-8b", quantization_config={
+        "quant_method": "gptq", "bits": 4, "group_size": 128,
+        "modules_to_not_convert": ["model.layers.*.mlp.gate", "lm_head"]})
+    w = workload_from_hf(cfg, registry=registry)
+    assert w.formats == {"default": "gptq-int4-g128", "lm_head": "bf16"}
+    assert "keeps router weights in bf16; llama has none" in w.notes
