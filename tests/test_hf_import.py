@@ -322,24 +322,23 @@ def test_a_folder_or_config_path_works_wherever_a_workload_is_named(registry):
     assert est.workload == "qwen2.5-3b"
 
 
-def test_a_hub_id_resolves_through_the_local_hub_cache(tmp_path, monkeypatch):
+def test_a_hub_id_resolves_through_the_local_hub_cache(tmp_path, monkeypatch, registry):
     snap = tmp_path / "models--acme--Tiny-GPT2" / "snapshots" / ("a" * 40)
     snap.mkdir(parents=True)
     (snap / "config.json").write_text(json.dumps(_config("gpt2")))
     (tmp_path / "models--acme--Tiny-GPT2" / "refs").mkdir()
     (tmp_path / "models--acme--Tiny-GPT2" / "refs" / "main").write_text("a" * 40)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    reg = roofkit.build_registry(entry_points=False)
-    w = reg.workload("acme/Tiny-GPT2")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # read at each lookup
+    w = registry.workload("acme/Tiny-GPT2")
     assert w.name == "tiny-gpt2" and w.aliases == ("acme/Tiny-GPT2",)
     assert w.sources["config"] == "https://huggingface.co/acme/Tiny-GPT2/blob/main/config.json"
 
 
-def test_a_hub_id_missing_from_the_cache_says_where_it_looked(tmp_path, monkeypatch):
+def test_a_hub_id_missing_from_the_cache_says_where_it_looked(tmp_path, monkeypatch,
+                                                             registry):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    reg = roofkit.build_registry(entry_points=False)
     with pytest.raises(UnknownNameError) as exc:
-        reg.workload("acme/Not-Downloaded")
+        registry.workload("acme/Not-Downloaded")
     assert "Hugging Face cache" in str(exc.value) and str(tmp_path) in str(exc.value)
 
 
