@@ -53,7 +53,7 @@ from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
 from .results import Estimate, Fit, Footprint, NodeCost
-from .roofline import device_roofline
+from .roofline import AUTO, device_roofline, resolve_basis
 
 #: keyword settings every estimate accepts besides its named parameters
 SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows")
@@ -78,6 +78,14 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode") -> N
             every = (*named, *allowed)
             raise UnknownNameError("keyword", k, every,
                                    hint=f"{call}() accepts: {', '.join(every)}.")
+
+
+def _auto_basis(reg, device, settings: dict) -> dict:
+    """``basis="auto"``: the device's default basis (calibrated where it has a calibration,
+    else datasheet), written into the settings the result shows."""
+    if settings.get("basis") != AUTO or device is None:
+        return settings
+    return {**settings, "basis": resolve_basis(AUTO, device, reg)}
 
 
 def _ref_key(ref):
@@ -172,6 +180,7 @@ def plan(workload, device, mode="decode", precision=None, kv_cache_dtype=None,
     """The compiled :class:`~roofkit.circuit.plan.Plan` the estimates run (cached)."""
     _check_settings(settings, call="plan")
     reg = default_registry() if registry is None else registry
+    settings = _auto_basis(reg, device, settings)
     sections = PREFILL_SECTIONS if mode == "prefill" else DECODE_SECTIONS
     return _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings,
                  tp, sections)[0]
@@ -246,6 +255,7 @@ def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dty
     """
     _check_settings(settings, call="decode")
     reg = default_registry() if registry is None else registry
+    settings = _auto_basis(reg, device, settings)
     plan, fp, d = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
                         settings, tp)
     b = _as_count("batch", batch, 1)
@@ -269,6 +279,7 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
     if not isinstance(head, bool | np.bool_):
         raise ValueError(f"head must be True or False, got {head!r}")
     reg = default_registry() if registry is None else registry
+    settings = _auto_basis(reg, device, settings)
     sections = PREFILL_HEAD_SECTIONS if head else PREFILL_SECTIONS
     plan, fp, d = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype,
                         cost_model, settings, tp, sections)
@@ -289,6 +300,7 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     """
     _check_settings(settings, call="footprint")
     reg = default_registry() if registry is None else registry
+    settings = _auto_basis(reg, device, settings)
     workload, device = _by_file(reg, workload, device)
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
@@ -393,6 +405,7 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
     with ``conv_windows=True`` (the reference leaves them out)."""
     _check_settings(settings, call="fits")
     reg = default_registry() if registry is None else registry
+    settings = _auto_basis(reg, device, settings)
     s = _as_count("seqs", seqs, 1)
     c = _as_count("context", context, 0)
     fp = footprint(workload, device, precision=precision, kv_cache_dtype=kv_cache_dtype,

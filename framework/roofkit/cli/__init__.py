@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def machine_output(args) -> bool:
+    """Whether the command writes JSON, CSV or Markdown (then no progress bar is drawn)."""
+    return any(getattr(args, flag, False) for flag in ("json", "csv", "markdown"))
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = merge_global_options(parser.parse_args(argv))
@@ -96,10 +101,12 @@ def main(argv=None) -> int:
         parser.print_help()
         return 1
     try:
+        from ..progress import allowed
         from . import common
 
         common.announce_names(args)
-        return args.func(args) or 0
+        with allowed(not machine_output(args)):
+            return args.func(args) or 0
     except OOMError as exc:
         print(f"roofkit: does not fit: {exc}", file=sys.stderr)
         return 2

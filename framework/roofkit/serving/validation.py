@@ -22,6 +22,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError, SpecError
+from ..progress import Bar
 from ..results import Headline, Result
 from .estimate import configure, estimate, max_load
 
@@ -217,16 +218,23 @@ def run(registry=None, cases=None) -> Report:
         cases = list(reg.catalogues["validation"].values())
     by_name = {c.name: c for c in cases}
     out = []
-    for case in sorted(cases, key=lambda c: (c.kind, c.name)):
-        reason = _why_listed(case, by_name, reg)
-        group, predicted = (OTHER if reason else SCORED), {}
-        if not case.not_predicted:
-            for basis in BASES:
-                try:
-                    predicted[basis] = predict(case, basis, reg)
-                except RoofkitError as exc:
-                    predicted[basis] = None
-                    group, reason = OTHER, f"not predicted: {exc}"
-        out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
-                              case.value, predicted, group, reason, _describe(case)))
+    with Bar(len(cases), "validate") as bar:
+        for case in sorted(cases, key=lambda c: (c.kind, c.name)):
+            out.append(_run_case(case, by_name, reg))
+            bar.update()
     return Report(tuple(out), reg.plugin_set)
+
+
+def _run_case(case, by_name, reg) -> CaseResult:
+    """One case predicted on every basis, or listed with why not."""
+    reason = _why_listed(case, by_name, reg)
+    group, predicted = (OTHER if reason else SCORED), {}
+    if not case.not_predicted:
+        for basis in BASES:
+            try:
+                predicted[basis] = predict(case, basis, reg)
+            except RoofkitError as exc:
+                predicted[basis] = None
+                group, reason = OTHER, f"not predicted: {exc}"
+    return CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
+                      case.value, predicted, group, reason, _describe(case))

@@ -149,7 +149,13 @@ def run(grid, executor: Executor, chunk_size: int | None, registry, reduce=None)
         settings = portable_registry(registry)
         futures = [executor.submit(run_chunk, (grid, s, e, settings, reduce))
                    for s, e in grid.chunks(size)]
-    tables = [f.result() for f in futures]
+    from ..progress import Bar
+
+    tables = []
+    with Bar(len(futures), "sweep chunks") as bar:
+        for f in futures:
+            tables.append(f.result())
+            bar.update()
     if not tables:
         from .evaluate import evaluate
 
