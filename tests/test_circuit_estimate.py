@@ -229,9 +229,10 @@ def test_calibrated_basis_names_the_measurement(reg):
 
 
 def test_calibrated_without_a_measurement_says_so(reg):
-    est = roofkit.decode("llama-3.1-8b", "b200", basis="calibrated", registry=reg)
+    est = roofkit.decode("llama-3.1-8b", "l4", basis="calibrated", registry=reg)
     assert est.measured is False
-    assert est.basis.startswith("no calibration for b200")
+    assert est.basis.startswith("no calibration for l4")
+    assert "datasheet only" in est.basis
 
 
 def test_fits_and_by_how_much(reg):

@@ -133,3 +133,18 @@ def test_a_plugin_algorithm_is_registered_and_named(topo):
     assert math.isclose(t, 0.02)
     with pytest.raises(SpecError, match="does not implement"):
         collective_time("all_to_all", 1.0, Group.of(8, 8), topo, reg, algorithm="doubled")
+
+
+def test_builtin_plugin_names_every_collective_without_importing_numpy_at_build():
+    import subprocess
+    import sys
+
+    from roofkit.fleet.collectives import COLLECTIVES
+    from roofkit_builtins import collectives as builtin
+
+    assert builtin.COLLECTIVES == COLLECTIVES
+    code = ("import sys, roofkit; roofkit.build_registry(entry_points=False); "
+            "print('numpy' in sys.modules)")
+    subprocess.run([sys.executable, "-c", code], capture_output=True)  # warm the spec cache
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

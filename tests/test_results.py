@@ -39,14 +39,19 @@ def result(request, registry):
 
 
 def _find(d, key):
-    """The value under ``key`` anywhere in a nested dict (the JSON document)."""
-    if isinstance(d, dict):
-        if key in d:
-            return d[key]
-        for v in d.values():
-            hit = _find(v, key)
-            if hit is not None:
+    """The plain value under ``key`` anywhere in a nested dict (the JSON document),
+    nearest the top first (an interval's ``{lo, hi}`` under the same key is not a value)."""
+    level = [d]
+    while level:
+        nxt = []
+        for node in level:
+            if not isinstance(node, dict):
+                continue
+            hit = node.get(key)
+            if hit is not None and not isinstance(hit, dict):
                 return hit
+            nxt += [v for v in node.values() if isinstance(v, dict)]
+        level = nxt
     return None
 
 

@@ -1,8 +1,24 @@
 """Builtin collective algorithms: the hierarchical two-tier one and a flat ring
-(equations in :mod:`roofkit.fleet.collectives`)."""
+(equations in :mod:`roofkit.fleet.collectives`, imported on first use so that building the
+registry does not load numpy)."""
 
 from roofkit import CollectiveAlgorithm, hookimpl
-from roofkit.fleet.collectives import COLLECTIVES, hierarchical_time, ring_time
+
+# the collectives of roofkit.fleet.collectives.COLLECTIVES (a test keeps the two equal)
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
+
+
+def hierarchical_time(collective, message, group, topo):
+    from roofkit.fleet.collectives import hierarchical_time as time
+
+    return time(collective, message, group, topo)
+
+
+def ring_time(collective, message, group, topo):
+    from roofkit.fleet.collectives import ring_time as time
+
+    return time(collective, message, group, topo)
+
 
 ALGORITHMS = (
     CollectiveAlgorithm("hierarchical", COLLECTIVES, hierarchical_time,

@@ -142,6 +142,8 @@ class Estimate(Result):
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
     tdp: float = 0.0  # one device's board power, W (0: the spec declares none)
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
+    device_class: str = ""  # vendor and category, the stratum of its interval
+    inside: bool = False  # its bandwidth is measured: the calibrated range of its interval
 
     HEADLINE = (
         Headline("time", "s", "time", key_name="time_s"),
@@ -327,8 +329,21 @@ class Estimate(Result):
                     slot=",".join(dict.fromkeys(r.slot for r in rs)), **s))
         return sorted(rows, key=lambda r: -float(np.max(r.time)))
 
-    def to_dict(self, by: str = "node") -> dict:
+    def interval(self, level: float = 0.8):
+        """The prediction interval of ``time`` (s) at ``level``, from the out-of-sample
+        residuals of its stratum (:mod:`roofkit.intervals`); None for a batch of several
+        sizes or where no residuals apply."""
+        from ..intervals import interval, table
+
+        if np.ndim(self.time) != 0:
+            return None
+        return interval(float(self.time), table(), metric=self.mode, engine="",
+                        device_class=self.device_class, inside=self.inside, level=level)
+
+    def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
+        iv = self.interval(level)
         return {
+            "intervals": {"time_s": iv.to_dict()} if iv is not None else {},
             "mode": self.mode, "workload": self.workload, "device": self.device,
             "tp": self.tp, "per_device": True,
             "cost_model": self.cost_model, "batch": _plain(self.batch),
