@@ -86,7 +86,10 @@ def is_hf_path(ref) -> bool:
     p = Path(ref).expanduser()
     if str(ref).endswith(".json"):
         return True
-    return p.is_dir() and (p / "config.json").is_file()
+    try:
+        return p.is_dir() and (p / "config.json").is_file()
+    except OSError:  # a name too long, a loop: not a model folder (the lookup says why)
+        return False
 
 
 def _read_json(path: Path, what: str, limit: int = MAX_BYTES) -> dict:
