@@ -39,19 +39,14 @@ def result(request, registry):
 
 
 def _find(d, key):
-    """The plain value under ``key`` anywhere in a nested dict (the JSON document),
-    nearest the top first (an interval's ``{lo, hi}`` under the same key is not a value)."""
+    """The plain value under ``key`` nearest the top of a nested dict (the JSON document;
+    an ``intervals`` table names the same keys one level down, with ``lo`` and ``hi``)."""
     level = [d]
     while level:
-        nxt = []
-        for node in level:
-            if not isinstance(node, dict):
-                continue
-            hit = node.get(key)
-            if hit is not None and not isinstance(hit, dict):
-                return hit
-            nxt += [v for v in node.values() if isinstance(v, dict)]
-        level = nxt
+        for x in level:
+            if isinstance(x, dict) and key in x and not isinstance(x[key], dict):
+                return x[key]
+        level = [v for x in level if isinstance(x, dict) for v in x.values()]
     return None
 
 
