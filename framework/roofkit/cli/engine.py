@@ -14,6 +14,7 @@ import math
 import sys
 
 from .. import units
+from ..results import sig
 from . import common
 
 
@@ -164,9 +165,9 @@ def cmd_sweep(args) -> int:
         return 0
     table = [[r["hardware"], r["batch_size"], r["precision"],
               r["compute_slot"] + (" (fallback)" if r["fell_back"] else ""),
-              units.fmt(r["latency_ms"] / 1e3, "time"), f"{r['throughput_per_s']:.5g}",
+              units.fmt(r["latency_ms"] / 1e3, "time"), sig(r["throughput_per_s"]),
               units.fmt(r["energy_j"], "energy"), r["bottleneck"] +
-              ("*" if r["overhead_dominated"] else ""), f"{r['mfu']:.3f}",
+              ("*" if r["overhead_dominated"] else ""), sig(r["mfu"], 3),
               "yes" if r["feasible"] else "no"] for r in flat]
     print(common.table(table, ["device", "batch", "precision", "slot", "latency",
                                "samples/s", "energy", "bound", "MFU", "fits"], "lrllrrrlrl"))

@@ -148,7 +148,7 @@ def _enforce_fit(args, est) -> int:
 def _num(v) -> str:
     if v is None:
         return "-"
-    return f"{v:.4g}"
+    return sig(v)
 
 
 def _err(v) -> str:
