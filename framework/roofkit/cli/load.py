@@ -3,6 +3,7 @@ configurations for an SLO) and ``engines`` (the engine profiles)."""
 
 from __future__ import annotations
 
+from ..results import sig
 from . import common
 
 
@@ -88,7 +89,7 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{r.workload} on {r.device}, engine {r.engine}, layout {r.layout}")
     print(f"{r.pattern}")
-    rows = [[m.upper()] + [f"{data[f'{m}_ms'][k]:.2f}" for k in ("mean", "p50", "p90", "p99")]
+    rows = [[m.upper()] + [sig(data[f"{m}_ms"][k]) for k in ("mean", "p50", "p90", "p99")]
             for m in ("ttft", "tpot", "itl", "e2e")]
     print(common.table(rows, ["ms", "mean", "p50", "p90", "p99"], "lrrrr"))
     print(f"output {r.output_tokens_per_s:.1f} tok/s ({r.output_tokens_per_s_per_device:.1f} "
@@ -120,9 +121,8 @@ def cmd_plan(args) -> int:
           + ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in r.slo.items()))
     print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
     rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
-             f"{x['ttft_ms']:.0f}", f"{x['tpot_ms']:.1f}",
-             f"{x['output_tokens_per_s_per_device']:.0f}",
-             f"{x['output_tokens_per_s_per_user']:.1f}", "*" if x["pareto"] else ""]
+             sig(x["ttft_ms"]), sig(x["tpot_ms"]), sig(x["output_tokens_per_s_per_device"]),
+             sig(x["output_tokens_per_s_per_user"]), "*" if x["pareto"] else ""]
             for x in r.rows[:args.top]]
     if rows:
         print(common.table(rows, ["device", "precision", "layout", "C", "TTFT ms", "TPOT ms",

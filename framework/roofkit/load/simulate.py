@@ -24,6 +24,7 @@ import numpy as np
 from ..circuit import api as _circuit
 from ..errors import RoofkitError, SpecError
 from ..registry import resolve
+from ..results import Headline, Result
 from . import requests as _requests
 from .host import host_table
 from .scheduler import EngineConfig, run
@@ -170,7 +171,7 @@ def _stats(x: np.ndarray, w: np.ndarray | None = None) -> dict[str, float]:
 
 
 @attrs.frozen(eq=False)
-class LoadEstimate:
+class LoadEstimate(Result):
     """Serving under load: latency distributions, throughput, goodput, batch and KV use."""
 
     workload: str
@@ -201,6 +202,19 @@ class LoadEstimate:
     per_request: dict  # arrival, ttft, tpot, e2e arrays (s)
     pd_ratio: float | None = None
     plugins: tuple[str, ...] = ()
+
+    HEADLINE = (
+        *(Headline(f"{m}_{q}", "ms", (lambda r, m=m, q=q: getattr(r, m)[q] * 1e3))
+          for m in ("ttft", "tpot") for q in ("p50", "p90")),
+        Headline("output_tokens_per_s", "token/s", "output_tokens_per_s"),
+        Headline("requests_per_s", "1/s", "requests_per_s"),
+        Headline("goodput", "1/s", "goodput", key_name="goodput"),
+        Headline("kv_peak_fraction", "", "kv_peak_fraction"),
+    )
+    KIND = "load estimate"
+
+    def title(self) -> str:
+        return f"{self.workload} on {self.device}, {self.engine}: {self.requests} requests"
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -249,6 +263,7 @@ class LoadEstimate:
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
+            **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
         }
         if self.slo:
             out["slo"] = {k: v * 1e3 for k, v in self.slo.items()}
