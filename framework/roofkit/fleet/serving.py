@@ -63,6 +63,25 @@ class FleetServingEstimate:
     def fits(self) -> bool:
         return self.memory_per_device_bytes <= self.capacity
 
+    def to_pandas(self):
+        from .report import flat, frame
+
+        return frame([flat(self.to_dict())])
+
+    def _repr_html_(self) -> str:
+        from .report import html_table
+
+        d = self.to_dict()
+        return html_table(f"{self.workload} on {self.cluster}", [
+            ("TTFT (ms)", d["ttft_ms"]), ("ITL (ms)", d["itl_ms"]), ("e2e (ms)", d["e2e_ms"]),
+            ("output tokens/s", d["output_tokens_per_s"]),
+            ("memory per device (GB)", d["memory_per_device_bytes"] / 1e9), ("fits", d["fits"])])
+
+    def __repr__(self) -> str:
+        return (f"FleetServingEstimate({self.workload} on {self.layout['devices']} x "
+                f"{self.device}: TTFT {1e3 * self.ttft_s:.1f} ms, ITL {1e3 * self.itl_s:.2f} "
+                f"ms)")
+
     def to_dict(self) -> dict:
         return {"workload": self.workload, "cluster": self.cluster, "device": self.device,
                 "layout": dict(self.layout), "batch": self.batch,
