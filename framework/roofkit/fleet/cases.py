@@ -10,6 +10,7 @@ from typing import Literal
 import attrs
 
 from ..schema.common import check_key
+from ..schema.fields import count, number, positive
 
 Metric = Literal["step_s", "tokens_per_s"]
 _URL = re.compile(r"^https?://\S+$")
@@ -19,19 +20,19 @@ _URL = re.compile(r"^https?://\S+$")
 class CaseLayout:
     """The layout the publisher ran (``roofkit train`` arguments)."""
 
-    tp: int = 1
-    pp: int = 1
-    vpp: int = 1
-    dp: int = 1
-    cp: int = 1
-    ep: int = 1
-    micro_batch: int = 1
-    global_batch: int = 1
-    seq_len: int = 2048
+    tp: int = count(default=1, maximum=100_000)
+    pp: int = count(default=1, maximum=100_000)
+    vpp: int = count(default=1, maximum=1000)
+    dp: int = count(default=1, maximum=10**7)
+    cp: int = count(default=1, maximum=100_000)
+    ep: int = count(default=1, maximum=100_000)
+    micro_batch: int = count(default=1, maximum=10**6)
+    global_batch: int = count(default=1, maximum=10**8)
+    seq_len: int = count(default=2048, maximum=10**8)
     precision: str = "bf16"
     recompute: str = "none"
-    zero: int = 0
-    lora: int = 0
+    zero: int = count(default=0, minimum=0, maximum=3)
+    lora: int = count(default=0, minimum=0, maximum=100_000, doc="LoRA rank (0: none)")
     qlora: bool = False
     attention: str = "flash"
     dropout: bool = False
@@ -55,9 +56,9 @@ class TrainingCase:
     name: str = attrs.field(validator=check_key)
     workload: str
     cluster: str
-    devices: int
+    devices: int = count(maximum=10**7)
     metric: Metric
-    value: float
+    value: float = number(positive(1e12))
     layout: CaseLayout
     source: CaseSource
     engine: str = ""
