@@ -77,16 +77,23 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
             "backend": be.name + (" (quick)" if quick else ""),
             "versions": ", ".join(f"{k} {v}" for k, v in versions.items())}
     source = f"roofkit calibrate --backend {be.name} ({when})"
+    replaces = ""
     if device is not None:
         dev_key = _device_key(device, registry)
         cal_name = name or _calibration_name(dev_key, registry)
         dev_text = None
+        from ..registry import default_registry
+
+        reg = registry if registry is not None else default_registry()
+        if cal_name in reg.catalogues["calibration"]:
+            replaces = cal_name  # the catalogued calibration of this device
     else:
         dev_key = name or f"local-{be.kind}"
         cal_name = dev_key
         dev_text = device_toml(dev_key, label, res, be.memory_capacity(), cal_name, category)
     cal_text = calibration_toml(cal_name, dev_key, label, res, source, prov,
-                                notes=f"settings: {attrs.asdict(settings)}")
+                                notes=f"settings: {attrs.asdict(settings)}",
+                                overrides=replaces)
     paths: list[Path] = []
     if out is not None:
         root = Path(out)
