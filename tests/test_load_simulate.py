@@ -136,3 +136,20 @@ def test_bad_input_is_a_clear_error():
         simulate("llama-3.1-8b", "h100", concurrency=1, slo="ttft<2")
     with pytest.raises(roofkit.UnknownNameError):
         simulate("llama-3.1-8b", "h100", concurrency=1, engine="vlm")
+
+
+def test_pipeline_stages_add_their_activation_sends_by_hand():
+    i, o = 400, 10
+    est = roofkit.serve("llama-3.1-70b", "h100", batch=1, input_len=i, output_len=o, tp=2)
+    r = simulate("llama-3.1-70b", "h100", concurrency=1, requests=1, input_len=i,
+                 output_len=o, tp=2, pp=2, engine=None)
+    link = roofkit.default_registry().device("h100").interconnect
+    hidden = 8192  # llama-3.1-70b
+    hop = [link.latency + rows * hidden * 2 / link.bandwidth for rows in [i] + [1] * (o - 1)]
+    assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
+    assert r.devices == 4 and r.layout["pp"] == 2
+
+
+def test_pipeline_beyond_one_node_is_refused():
+    with pytest.raises(roofkit.SpecError, match="multi-node pipelines"):
+        simulate("llama-3.1-70b", "h100", concurrency=1, requests=1, tp=8, pp=2)

@@ -21,6 +21,8 @@ def register(sub) -> None:
                    "normal:MEAN:STD or hist:FILE.csv (default 128)")
     p.add_argument("--output-len", default="128", help="generated tokens, as --input-len")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per replica")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (one "
+                   "node; pp virtual engines)")
     p.add_argument("--dp", type=int, default=1, help="engine replicas (requests dealt "
                    "round-robin)")
     p.add_argument("--precision", default=None, help="weight format")
@@ -74,7 +76,8 @@ def cmd_simulate(args) -> int:
     reg = common.registry(args)
     r = simulate(args.workload, args.device, concurrency=args.concurrency, rate=args.rate,
                  trace=args.trace, requests=args.requests, input_len=args.input_len,
-                 output_len=args.output_len, tp=args.tp, dp=args.dp, precision=args.precision,
+                 output_len=args.output_len, tp=args.tp, dp=args.dp, pp=args.pp,
+                 precision=args.precision,
                  kv_cache_dtype=args.kv_cache_dtype,
                  engine=None if args.engine == "none" else args.engine,
                  max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,

@@ -290,7 +290,7 @@ def _engine_spec(reg, engine):
 def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, stream,
                   max_num_seqs=None, max_batched_tokens=None, chunked_prefill=None,
                   policy=None, prefix_hit=0.0, spec=None, decode_only=False,
-                  prefill_only=False) -> Replica:
+                  prefill_only=False, pp=1) -> Replica:
     """Resolve an engine replica: its limits, step tables, host table and KV capacity."""
     spec_e = _engine_spec(reg, engine)
     notes = []
@@ -325,7 +325,19 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
-    cap = usable - fp.weights
+    # with pp stages a device holds 1/pp of the layers (weights and KV) for all pp virtual
+    # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
+    cap = usable - fp.weights / pp
+    if pp > 1:
+        hidden = w.dims.get("hidden")
+        if not hidden:
+            raise SpecError(f"{w.name} has no 'hidden' dim: pipeline stages need the width of "
+                            "the activations they send")
+        costs = costs.with_pipeline(pp, float(hidden), 2.0, d.interconnect)
+        notes.append(f"pipeline parallelism: {pp} stages of {int(w.dims.get('layers', 0))} "
+                     f"layers split evenly, {pp} virtual engines (vLLM's scheme) each with "
+                     f"1/{pp} of the KV; each step sends bf16 activations across {pp - 1} "
+                     "stage boundaries on the device's interconnect")
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
     tps = 1.0 if spec is None else spec.tokens_per_step
     draft_time = None
@@ -387,7 +399,7 @@ def _deal(stream, k: int):
 
 
 def simulate(workload, device, *, concurrency=None, rate=None, trace=None, requests=None,
-             input_len=128, output_len=128, tp: int = 1, dp: int = 1,
+             input_len=128, output_len=128, tp: int = 1, dp: int = 1, pp: int = 1,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
              engine: str | None = "vllm", max_num_seqs: int | None = None,
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
@@ -404,6 +416,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         ``sglang``, ``tensorrt-llm``) or None (the host cost of ``roofkit serve``, chunked
         mixed steps, no CUDA graphs).
     :param dp: engine replicas, each on ``tp`` devices; requests are dealt round-robin.
+    :param pp: pipeline stages of a replica (one node): ``pp`` virtual engines share the
+        stages, each step pays the activation sends between them.
     :param disagg: a :class:`Disagg` or ``"P:D[,ptp=..,dtp=..,link=..]"``.
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
@@ -412,7 +426,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     reg = resolve(registry)
     w = reg.workload(workload)
     d = reg.device(device)
-    for name, v in (("tp", tp), ("dp", dp)):
+    for name, v in (("tp", tp), ("dp", dp), ("pp", pp)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
     if not 0.0 <= prefix_hit < 1.0:
@@ -428,15 +442,23 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
     pd_ratio = None
+    if pp > 1:
+        ic = d.interconnect
+        if ic is None or tp * pp > ic.max_devices:
+            raise SpecError(f"tp {tp} x pp {pp} devices exceed one {d.name} node "
+                            f"({0 if ic is None else ic.max_devices} devices on its "
+                            "interconnect); multi-node pipelines are not modelled")
+        if dis is not None:
+            raise SpecError("pp with --disagg is not modelled; give each pool its tp")
     if dis is None:
-        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, **common)
-        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp)]
+        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, **common)
+        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp)]
         arrival = np.concatenate([tr.arrival for tr in traces])
         first = np.concatenate([tr.first_token for tr in traces])
         finish = np.concatenate([tr.finish for tr in traces])
-        devices = tp * dp
+        devices = tp * dp * pp
         reps = [rep]
-        layout = {"tp": tp, "dp": dp}
+        layout = {"tp": tp, "pp": pp, "dp": dp}
     else:
         ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
         prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,

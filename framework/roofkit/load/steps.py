@@ -150,6 +150,8 @@ class StepCosts:
         self.max_rows = len(self.rows_t) - 1
         self.max_seqs = seqs[-1]
         self.max_context = ctx[-1]
+        self.hop_fixed = 0.0  # pipeline parallelism: (stages - 1) activation sends a step
+        self.hop_per_row = 0.0
         self.roofline = dplan.roofline
         self.notes = tuple(dict.fromkeys((*dplan.notes, *pplan.notes)))
         self.basis = pplan.basis
@@ -172,10 +174,22 @@ class StepCosts:
             h += (pad_to - n_decode) * self.verify
         if rows > self.max_rows:
             raise ValueError(f"step of {rows} rows beyond the table's {self.max_rows}")
-        t += self.rows_t[rows] + self.head_t[h]
+        t += self.rows_t[rows] + self.head_t[h] + self.hop_fixed + self.hop_per_row * rows
         if n_decode:
             t += self.attn_decode(n_decode, mean_context)
         return t
+
+    def with_pipeline(self, stages: int, hidden: float, act_bytes: float, link) -> StepCosts:
+        """A copy whose steps also send the activations between ``stages`` pipeline stages:
+        ``(stages - 1) * (latency + rows * hidden * act_bytes / bandwidth)``."""
+        import copy
+
+        out = copy.copy(self)
+        out.hop_fixed = (stages - 1) * (link.latency or 0.0)
+        out.hop_per_row = (stages - 1) * hidden * act_bytes / link.bandwidth
+        out.decode_fixed = [x + out.hop_fixed + out.hop_per_row * n * self.verify
+                            for n, x in enumerate(self.decode_fixed)]
+        return out
 
     def decode_time(self, n: int, c: float, pad: int) -> float:
         """Seconds of a decode-only step of ``n`` sequences at mean context ``c``, run padded
