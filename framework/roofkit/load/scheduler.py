@@ -72,7 +72,6 @@ class Trace:
     step_seqs: np.ndarray  # sequences in each step
     step_tokens: np.ndarray  # token rows of each step
     step_kv: np.ndarray  # KV bytes held after each step
-    step_device: np.ndarray
     preemptions: int
     host_batches: tuple[int, int]  # the smallest and largest sequence count of any step
     prefill_tokens: int
@@ -148,7 +147,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     prefill_tokens = 0
     done = 0
     gaps, gap_w = [], []
-    ends, times, seqs_l, toks_l, kv_l, devs = [], [], [], [], [], []
+    ends, times, seqs_l, toks_l, kv_l = [], [], [], [], []
     lo_b, hi_b = 10**9, 0
     stall = 0.0
     joined_in_stall = 0
@@ -191,6 +190,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 heapq.heappush(heap, (D + math.ceil(remaining[rid] / E), rid, version[rid]))
                 running_order.append(rid)
             chunks = []
+            decode_rows = n_dec
+        elif not waiting and not prefilling:
+            chunks = []  # only decoding: nothing to form
             decode_rows = n_dec
         else:
             # form the step
@@ -276,8 +278,6 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             b = len(eager) - 1
         h = graph[b] if pad is not None else eager[b]
         dt = max(dev, h) if overlap else dev + h
-        lo_b = min(lo_b, b)
-        hi_b = max(hi_b, b)
         t += dt
 
         # prompts advanced by this step
@@ -367,8 +367,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         seqs_l.append(b)
         toks_l.append(decode_rows * verify + step_prefill)
         kv_l.append(kv_used)
-        devs.append(dev)
 
+    if seqs_l:
+        lo_b, hi_b = min(seqs_l), max(seqs_l)
     if cfg.decode_only:
         first = [a for a in arrival]  # the first token came from the prefill pool
     return Trace(
@@ -376,7 +377,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         input_len=np.asarray(inp), output_len=np.asarray(out), itl=np.asarray(gaps),
         itl_weight=np.asarray(gap_w), step_end=np.asarray(ends), step_time=np.asarray(times),
         step_seqs=np.asarray(seqs_l), step_tokens=np.asarray(toks_l),
-        step_kv=np.asarray(kv_l), step_device=np.asarray(devs), preemptions=preempt,
+        step_kv=np.asarray(kv_l), preemptions=preempt,
         host_batches=(lo_b if hi_b else 0, hi_b), prefill_tokens=prefill_tokens)
 
 
