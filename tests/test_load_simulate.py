@@ -119,6 +119,17 @@ def test_seeded_and_deterministic():
     assert a["ttft_ms"] != c["ttft_ms"]
 
 
+def test_result_convention():
+    r = simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, input_len=64,
+                 output_len=8)
+    d = r.to_dict()
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        assert set(d[key]) == {"mean", "p50", "p90", "p99"}
+    assert d["output_tokens_per_s"] > 0 and d["requests_per_s"] > 0 and d["basis"]
+    assert r.quantity("ttft", "p90").to("ms").magnitude == pytest.approx(d["ttft_ms"]["p90"])
+    assert "<table>" in r._repr_html_() and len(r.to_pandas()) == 4
+
+
 def test_goodput_counts_requests_within_the_slo():
     r = simulate("llama-3.1-8b", "h100", rate=4.0, requests=300, input_len=256,
                  output_len=64, slo="ttft_p90=10s,tpot_p90=1s")

@@ -75,6 +75,16 @@ class PlanResult:
 
         return pd.DataFrame(self.rows)
 
+    def _repr_html_(self) -> str:
+        cols = ("device", "precision", "layout", "concurrency", "ttft_ms", "tpot_ms",
+                "output_tokens_per_s_per_device", "output_tokens_per_s_per_user", "pareto")
+        body = "".join("<tr>" + "".join(
+            f"<td>{r[c]:.1f}</td>" if isinstance(r[c], float) else f"<td>{r[c]}</td>"
+            for c in cols) + "</tr>" for r in self.rows[:10])
+        return (f"<p><b>{self.workload}</b>: {self.evaluated} evaluated, {len(self.rows)} meet "
+                f"the SLO</p><table><tr>" + "".join(f"<th>{c}</th>" for c in cols)
+                + f"</tr>{body}</table>")
+
     def __repr__(self) -> str:
         b = self.best
         head = "none meets the SLO" if b is None else (
