@@ -164,3 +164,26 @@ def test_pipeline_stages_add_their_activation_sends_by_hand():
 def test_pipeline_beyond_one_node_is_refused():
     with pytest.raises(roofkit.SpecError, match="multi-node pipelines"):
         simulate("llama-3.1-70b", "h100", concurrency=1, requests=1, tp=8, pp=2)
+
+
+def test_expert_parallelism_by_hand():
+    # one request on one of 2 ranks (ranks taken as evenly loaded): a decode step runs the
+    # routed experts for 2 tokens split over 2 ranks, plus two all-to-alls a MoE layer
+    i = 300
+    w = "mixtral-8x7b"
+    est = roofkit.serve(w, "h100", batch=1, input_len=i, output_len=2)
+    r = simulate(w, "h100", concurrency=1, requests=1, input_len=i, output_len=2, ep=2,
+                 engine=None)
+
+    def experts(batch):
+        step = roofkit.decode(w, "h100", batch=batch, context=i + 1, basis="calibrated")
+        return sum(float(x.time) for x in step.rows if x.op.startswith("expert_"))
+
+    link = roofkit.default_registry().device("h100").interconnect
+    # mixtral-8x7b: 32 MoE layers, top_k 2, hidden 4096, bf16 activations, half sent away
+    a2a = 32 * 2 * (link.latency + 1 * 2 * 4096 * 2 * (1 / 2) / link.bandwidth)
+    expected = est.itl_steps[0] - experts(1) + experts(2) / 2 + a2a
+    assert r.tpot["mean"] == pytest.approx(expected, rel=1e-6)
+    assert r.devices == 2
+    with pytest.raises(roofkit.SpecError, match="no routed experts"):
+        simulate("llama-3.1-8b", "h100", concurrency=1, requests=1, ep=2)

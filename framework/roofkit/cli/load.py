@@ -23,6 +23,10 @@ def register(sub) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per replica")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (one "
                    "node; pp virtual engines)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism over EP ranks with "
+                   "attention data parallelism (DeepSeek-style, one node)")
+    p.add_argument("--attention-dp", type=int, default=None, help="attention data-parallel "
+                   "ranks (equal to --ep)")
     p.add_argument("--dp", type=int, default=1, help="engine replicas (requests dealt "
                    "round-robin)")
     p.add_argument("--precision", default=None, help="weight format")
@@ -77,6 +81,7 @@ def cmd_simulate(args) -> int:
     r = simulate(args.workload, args.device, concurrency=args.concurrency, rate=args.rate,
                  trace=args.trace, requests=args.requests, input_len=args.input_len,
                  output_len=args.output_len, tp=args.tp, dp=args.dp, pp=args.pp,
+                 ep=args.ep, attention_dp=args.attention_dp,
                  precision=args.precision,
                  kv_cache_dtype=args.kv_cache_dtype,
                  engine=None if args.engine == "none" else args.engine,

@@ -300,7 +300,7 @@ def _engine_spec(reg, engine):
 def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, stream,
                   max_num_seqs=None, max_batched_tokens=None, chunked_prefill=None,
                   policy=None, prefix_hit=0.0, spec=None, decode_only=False,
-                  prefill_only=False, pp=1) -> Replica:
+                  prefill_only=False, pp=1, ep=1) -> Replica:
     """Resolve an engine replica: its limits, step tables, host table and KV capacity."""
     spec_e = _engine_spec(reg, engine)
     notes = []
@@ -331,13 +331,23 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
-                       max_context=longest + 2 * verify, verify=verify)
+                       max_context=longest + 2 * verify, verify=verify, ep=ep)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
     # with pp stages a device holds 1/pp of the layers (weights and KV) for all pp virtual
     # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
     cap = usable - fp.weights / pp
+    if ep > 1:
+        experts = fp.weights_by_role.get("experts", 0.0)
+        if not experts:
+            raise SpecError(f"{w.name} has no routed experts: ep needs a MoE workload")
+        cap += experts * (1 - 1 / ep)
+        notes.append(f"expert parallelism over {ep} ranks with attention data parallelism: "
+                     f"each rank holds the dense weights and 1/{ep} of the experts "
+                     f"({experts * (1 - 1 / ep) / 1e9:.1f} GB fewer), runs its own batch and "
+                     "KV, and the routed experts of every rank's tokens; two all-to-alls a "
+                     "MoE layer on the interconnect; ranks are taken as evenly loaded")
     if pp > 1:
         hidden = w.dims.get("hidden")
         if not hidden:
@@ -379,16 +389,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify) -> StepCosts:
+               max_context, verify, ep=1) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify))
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep))
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify)
+                      max_context=max_context, verify=verify, ep=ep)
     reg._memo[key] = (w, d, costs)
     return costs
 
@@ -410,6 +420,7 @@ def _deal(stream, k: int):
 
 def simulate(workload, device, *, concurrency=None, rate=None, trace=None, requests=None,
              input_len=128, output_len=128, tp: int = 1, dp: int = 1, pp: int = 1,
+             ep: int = 1, attention_dp: int | None = None,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
              engine: str | None = "vllm", max_num_seqs: int | None = None,
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
@@ -428,6 +439,10 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     :param dp: engine replicas, each on ``tp`` devices; requests are dealt round-robin.
     :param pp: pipeline stages of a replica (one node): ``pp`` virtual engines share the
         stages, each step pays the activation sends between them.
+    :param ep: expert parallelism with attention data parallelism over ``ep`` ranks of one
+        node (DeepSeek-style; ``attention_dp`` equals it): each rank schedules its own
+        requests, runs 1/ep of the experts for every rank's tokens, all-to-alls per MoE
+        layer.
     :param disagg: a :class:`Disagg` or ``"P:D[,ptp=..,dtp=..,link=..]"``.
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
@@ -436,7 +451,11 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     reg = resolve(registry)
     w = reg.workload(workload)
     d = reg.device(device)
-    for name, v in (("tp", tp), ("dp", dp), ("pp", pp)):
+    if attention_dp is not None and attention_dp != ep:
+        raise SpecError(f"attention_dp {attention_dp} with ep {ep}: the DeepSeek-style layout "
+                        "modelled runs attention data-parallel over the same ranks as the "
+                        "experts (attention_dp = ep)")
+    for name, v in (("tp", tp), ("dp", dp), ("pp", pp), ("ep", ep)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
     if not 0.0 <= prefix_hit < 1.0:
@@ -460,15 +479,23 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                             "interconnect); multi-node pipelines are not modelled")
         if dis is not None:
             raise SpecError("pp with --disagg is not modelled; give each pool its tp")
+    if ep > 1:
+        ic = d.interconnect
+        if tp != 1 or pp != 1 or dis is not None:
+            raise SpecError("ep is modelled with attention data parallelism alone (tp 1, pp 1, "
+                            "aggregated)")
+        if ic is None or ep > ic.max_devices:
+            raise SpecError(f"ep {ep} exceeds one {d.name} node; multi-node EP is not "
+                            "modelled")
     if dis is None:
-        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, **common)
-        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp)]
+        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, ep=ep, **common)
+        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp * ep)]
         arrival = np.concatenate([tr.arrival for tr in traces])
         first = np.concatenate([tr.first_token for tr in traces])
         finish = np.concatenate([tr.finish for tr in traces])
-        devices = tp * dp * pp
+        devices = tp * dp * pp * ep
         reps = [rep]
-        layout = {"tp": tp, "pp": pp, "dp": dp}
+        layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
     else:
         ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
         prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,

@@ -85,7 +85,7 @@ class StepCosts:
 
     def __init__(self, workload, device, *, tp=1, precision=None, kv_cache_dtype="bf16",
                  basis="calibrated", registry=None, max_rows=8192, max_seqs=256,
-                 max_context=8192, verify=1, formats=None):
+                 max_context=8192, verify=1, formats=None, ep=1):
         kw = {"precision": precision, "kv_cache_dtype": kv_cache_dtype, "basis": basis,
               "tp": tp, "registry": registry}
         if formats:
@@ -101,6 +101,11 @@ class StepCosts:
             return kinds[p.node.op.lower()].role in CONTEXT_ROLES
 
         self.kernels = sum(p.count for p in dplan.nodes)
+        if ep > 1:
+            d = (registry or __import__("roofkit").default_registry()).device(device)
+            if d.interconnect is None:
+                raise ValueError(f"{d.name} has no [interconnect] for the all-to-all of ep")
+            self.ep_link = d.interconnect
         self.verify = int(verify)
         r = np.arange(0, max(int(max_rows), int(max_seqs) * self.verify) + 1, dtype=float)
         r[0] = 1.0
@@ -111,8 +116,10 @@ class StepCosts:
             p = o[0]
             if p.node.section == "head":
                 head_t = head_t + o[3]
-            elif not is_ctx(p):
+            elif not is_ctx(p) and not (ep > 1 and p.node.role == "experts"):
                 rows_t = rows_t + o[3]
+        if ep > 1:
+            rows_t = rows_t + self._experts(dplan, r, ep, model)
         rows_t[0] = head_t[0] = 0.0
         self.rows_t = np.broadcast_to(rows_t, r.shape).tolist()
         self.head_t = np.broadcast_to(head_t, r.shape).tolist()
@@ -190,6 +197,22 @@ class StepCosts:
         out.decode_fixed = [x + out.hop_fixed + out.hop_per_row * n * self.verify
                             for n, x in enumerate(self.decode_fixed)]
         return out
+
+    def _experts(self, dplan, r, ep, model):
+        """Expert parallelism with attention data parallelism over ``ep`` ranks, each with
+        ``r`` token rows: a rank runs 1/ep of the routed experts for the tokens of every
+        rank, ``t_experts(ep * r) / ep`` (FLOPs and touched-expert bytes both split), and
+        each MoE layer dispatches and combines its tokens with two all-to-alls:
+        ``2 * (latency + r * top_k * hidden * 2 B * (ep - 1) / ep / bandwidth)``."""
+        t = np.zeros_like(r)
+        for o in dplan.run(r * ep, 1.0, r * ep):
+            if o[0].node.role == "experts" and o[0].node.section != "head":
+                t = t + o[3] / ep
+        dims = model.workload.dims
+        link = self.ep_link
+        layers = sum(p.count for p in dplan.nodes if p.node.op == "expert_gate_up")
+        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep / link.bandwidth
+        return t + layers * 2 * ((link.latency or 0.0) + r * per_row)
 
     def decode_time(self, n: int, c: float, pad: int) -> float:
         """Seconds of a decode-only step of ``n`` sequences at mean context ``c``, run padded
