@@ -187,3 +187,16 @@ def test_expert_parallelism_by_hand():
     assert r.devices == 2
     with pytest.raises(roofkit.SpecError, match="no routed experts"):
         simulate("llama-3.1-8b", "h100", concurrency=1, requests=1, ep=2)
+
+
+def test_a_pipeline_across_two_nodes_crosses_the_network_by_hand():
+    # 16xh100: two 8-GPU NVLink domains joined by a 400 Gb/s NIC per GPU (the ad hoc
+    # cluster's default network, 50 GB/s and 5 us); tp 8 x pp 2 puts the stage boundary on
+    # the network
+    i, o = 400, 6
+    est = roofkit.serve("llama-3.1-70b", "h100", batch=1, input_len=i, output_len=o, tp=8)
+    r = simulate("llama-3.1-70b", "16xh100", concurrency=1, requests=1, input_len=i,
+                 output_len=o, tp=8, pp=2, engine=None)
+    hop = [5e-6 + rows * 8192 * 2 / 50e9 for rows in [i] + [1] * (o - 1)]
+    assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
+    assert r.devices == 16 and r.layout["cluster"] == "16xh100-sxm"

@@ -25,6 +25,7 @@ from ..circuit import api as _circuit
 from ..errors import RoofkitError, SpecError
 from ..registry import resolve
 from . import requests as _requests
+from .fabric import fabric_of
 from .host import host_table
 from .scheduler import EngineConfig, run
 from .steps import StepCosts
@@ -300,7 +301,7 @@ def _engine_spec(reg, engine):
 def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, stream,
                   max_num_seqs=None, max_batched_tokens=None, chunked_prefill=None,
                   policy=None, prefix_hit=0.0, spec=None, decode_only=False,
-                  prefill_only=False, pp=1, ep=1) -> Replica:
+                  prefill_only=False, pp=1, ep=1, fabric=None) -> Replica:
     """Resolve an engine replica: its limits, step tables, host table and KV capacity."""
     spec_e = _engine_spec(reg, engine)
     notes = []
@@ -331,7 +332,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
-                       max_context=longest + 2 * verify, verify=verify, ep=ep)
+                       max_context=longest + 2 * verify, verify=verify, ep=ep,
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -353,11 +355,11 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
         if not hidden:
             raise SpecError(f"{w.name} has no 'hidden' dim: pipeline stages need the width of "
                             "the activations they send")
-        costs = costs.with_pipeline(pp, float(hidden), 2.0, d.interconnect)
+        costs = costs.with_pipeline(float(hidden), 2.0, *fabric.pipeline(tp, pp))
         notes.append(f"pipeline parallelism: {pp} stages of {int(w.dims.get('layers', 0))} "
                      f"layers split evenly, {pp} virtual engines (vLLM's scheme) each with "
                      f"1/{pp} of the KV; each step sends bf16 activations across {pp - 1} "
-                     "stage boundaries on the device's interconnect")
+                     f"stage boundaries on {fabric.name}'s links")
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
     tps = 1.0 if spec is None else spec.tokens_per_step
     draft_time = None
@@ -389,16 +391,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify, ep=1) -> StepCosts:
+               max_context, verify, ep=1, a2a=None) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep))
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify, ep=ep)
+                      max_context=max_context, verify=verify, ep=ep, a2a=a2a)
     reg._memo[key] = (w, d, costs)
     return costs
 
@@ -450,7 +452,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     """
     reg = resolve(registry)
     w = reg.workload(workload)
-    d = reg.device(device)
+    d, fab = fabric_of(reg, device)
     if attention_dp is not None and attention_dp != ep:
         raise SpecError(f"attention_dp {attention_dp} with ep {ep}: the DeepSeek-style layout "
                         "modelled runs attention data-parallel over the same ranks as the "
@@ -472,22 +474,17 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     notes = []
     pd_ratio = None
     if pp > 1:
-        ic = d.interconnect
-        if ic is None or tp * pp > ic.max_devices:
-            raise SpecError(f"tp {tp} x pp {pp} devices exceed one {d.name} node "
-                            f"({0 if ic is None else ic.max_devices} devices on its "
-                            "interconnect); multi-node pipelines are not modelled")
+        fab.pipeline(tp, pp)  # refuses a pipeline beyond one node without a cluster
         if dis is not None:
             raise SpecError("pp with --disagg is not modelled; give each pool its tp")
     if ep > 1:
-        ic = d.interconnect
         if tp != 1 or pp != 1 or dis is not None:
             raise SpecError("ep is modelled with attention data parallelism alone (tp 1, pp 1, "
                             "aggregated)")
-        if ic is None or ep > ic.max_devices:
-            raise SpecError(f"ep {ep} exceeds one {d.name} node; multi-node EP is not "
-                            "modelled")
+        fab.all_to_all(ep)  # refuses EP beyond one node without a cluster
+    common["fabric"] = fab
     if dis is None:
+        fab.check(tp * pp * ep * dp, f"tp {tp} x pp {pp} x ep {ep} x dp {dp}")
         rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, ep=ep, **common)
         traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp * ep)]
         arrival = np.concatenate([tr.arrival for tr in traces])
@@ -496,12 +493,18 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         devices = tp * dp * pp * ep
         reps = [rep]
         layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+        if fab.out is not None:
+            layout["cluster"] = fab.name
     else:
         ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
         prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,
                              **common)
         pin, pout = st.input_len, st.output_len
-        t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin)
+        used = ptp * dis.prefill_workers + dtp * dis.decode_workers
+        fab.check(used, f"{dis.prefill_workers}xTP{ptp} prefill + {dis.decode_workers}xTP{dtp} "
+                  "decode")
+        t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin,
+                           fab.kv_link(used))
         dst0 = attrs.evolve(st, output_len=np.maximum(pout - 1, 1), arrival=np.zeros(len(st)))
         drep = build_replica(reg, w, d, tp=dtp, stream=dst0, spec=spec, decode_only=True,
                              **common)
@@ -531,7 +534,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
-                     f"{_link_text(d, dis)}, counted in TTFT")
+                     f"{_link_text(dis, fab.kv_link(used))}, counted in TTFT")
         pd_ratio = balance_ratio(ptr, dtr, dis)
         notes.append(f"P:D balance: {pd_ratio:.2f} prefill workers per decode worker keep both "
                      "pools equally busy at this load")
@@ -628,32 +631,30 @@ def _pools(st, arrival, prep, drep, dis, t_kv):
     return ready, finish, ptr, dtr
 
 
-def _link(d, dis):
-    ic = d.interconnect
-    bw = dis.link_bandwidth or (ic.bandwidth if ic is not None else None)
-    if bw is None:
-        raise SpecError(f"{d.name} has no [interconnect]: give the KV link's bandwidth "
+def _link(dis, tier):
+    """(bandwidth, latency) of the KV link: the one given, else the fabric's tier."""
+    bw = dis.link_bandwidth or tier.bandwidth
+    if not math.isfinite(bw):
+        raise SpecError("the device has no [interconnect]: give the KV link's bandwidth "
                         "(--disagg P:D,link=50GB/s)")
-    lat = dis.link_latency if dis.link_latency is not None else (
-        (ic.latency or 0.0) if ic is not None else 0.0)
+    lat = dis.link_latency if dis.link_latency is not None else tier.latency
     return bw, lat
 
 
-def _link_text(d, dis) -> str:
-    bw, lat = _link(d, dis)
-    src = "given link" if dis.link_bandwidth else f"{d.name} interconnect"
+def _link_text(dis, tier) -> str:
+    bw, lat = _link(dis, tier)
+    src = "given link" if dis.link_bandwidth else tier.name
     return f"{src} ({bw / 1e9:.0f} GB/s, {lat * 1e6:.1f} us)"
 
 
-def kv_transfer(reg, w, d, tp, precision, kv_cache_dtype, basis, dis, input_len):
+def kv_transfer(reg, w, d, tp, precision, kv_cache_dtype, basis, dis, input_len, tier):
     """Seconds to move each request's KV to its decode worker:
-    ``latency + I * kv_per_token * tp / link_bandwidth`` (every prefill device sends its
-    shard over its own link in parallel, so one device's shard over one link)."""
+    ``latency + (I * kv_per_token + state) / link_bandwidth`` with one device's shard (the
+    ``tp`` shards move in parallel, each over its own link)."""
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
-    bw, lat = _link(d, dis)
-    per_token = fp.kv_per_token  # one device's shard; the tp shards move in parallel
-    return lat + (np.asarray(input_len, dtype=float) * per_token + fp.state_per_seq) / bw
+    bw, lat = _link(dis, tier)
+    return lat + (np.asarray(input_len, dtype=float) * fp.kv_per_token + fp.state_per_seq) / bw
 
 
 def balance_ratio(ptr, dtr, dis) -> float:

@@ -85,7 +85,7 @@ class StepCosts:
 
     def __init__(self, workload, device, *, tp=1, precision=None, kv_cache_dtype="bf16",
                  basis="calibrated", registry=None, max_rows=8192, max_seqs=256,
-                 max_context=8192, verify=1, formats=None, ep=1):
+                 max_context=8192, verify=1, formats=None, ep=1, a2a=None):
         kw = {"precision": precision, "kv_cache_dtype": kv_cache_dtype, "basis": basis,
               "tp": tp, "registry": registry}
         if formats:
@@ -101,11 +101,8 @@ class StepCosts:
             return kinds[p.node.op.lower()].role in CONTEXT_ROLES
 
         self.kernels = sum(p.count for p in dplan.nodes)
-        if ep > 1:
-            d = (registry or __import__("roofkit").default_registry()).device(device)
-            if d.interconnect is None:
-                raise ValueError(f"{d.name} has no [interconnect] for the all-to-all of ep")
-            self.ep_link = d.interconnect
+        # (seconds, seconds per byte) of one all-to-all of the ep ranks (:mod:`.fabric`)
+        self.a2a = a2a or (0.0, 0.0)
         self.verify = int(verify)
         r = np.arange(0, max(int(max_rows), int(max_seqs) * self.verify) + 1, dtype=float)
         r[0] = 1.0
@@ -186,14 +183,16 @@ class StepCosts:
             t += self.attn_decode(n_decode, mean_context)
         return t
 
-    def with_pipeline(self, stages: int, hidden: float, act_bytes: float, link) -> StepCosts:
-        """A copy whose steps also send the activations between ``stages`` pipeline stages:
-        ``(stages - 1) * (latency + rows * hidden * act_bytes / bandwidth)``."""
+    def with_pipeline(self, hidden: float, act_bytes: float, fixed: float,
+                      per_byte: float) -> StepCosts:
+        """A copy whose steps also send the activations between pipeline stages:
+        ``fixed + rows * hidden * act_bytes * per_byte`` (the fabric's sums over the stage
+        boundaries, :meth:`roofkit.load.fabric.Fabric.pipeline`)."""
         import copy
 
         out = copy.copy(self)
-        out.hop_fixed = (stages - 1) * (link.latency or 0.0)
-        out.hop_per_row = (stages - 1) * hidden * act_bytes / link.bandwidth
+        out.hop_fixed = fixed
+        out.hop_per_row = hidden * act_bytes * per_byte
         out.decode_fixed = [x + out.hop_fixed + out.hop_per_row * n * self.verify
                             for n, x in enumerate(self.decode_fixed)]
         return out
@@ -202,17 +201,18 @@ class StepCosts:
         """Expert parallelism with attention data parallelism over ``ep`` ranks, each with
         ``r`` token rows: a rank runs 1/ep of the routed experts for the tokens of every
         rank, ``t_experts(ep * r) / ep`` (FLOPs and touched-expert bytes both split), and
-        each MoE layer dispatches and combines its tokens with two all-to-alls:
-        ``2 * (latency + r * top_k * hidden * 2 B * (ep - 1) / ep / bandwidth)``."""
+        each MoE layer dispatches and combines its tokens with two all-to-alls of
+        ``r * top_k * hidden * 2 B * (ep - 1) / ep`` bytes a rank, timed by the fabric
+        (one node: ``latency + bytes / bandwidth``)."""
         t = np.zeros_like(r)
         for o in dplan.run(r * ep, 1.0, r * ep):
             if o[0].node.role == "experts" and o[0].node.section != "head":
                 t = t + o[3] / ep
         dims = model.workload.dims
-        link = self.ep_link
+        fixed, per_byte = self.a2a
         layers = sum(p.count for p in dplan.nodes if p.node.op == "expert_gate_up")
-        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep / link.bandwidth
-        return t + layers * 2 * ((link.latency or 0.0) + r * per_row)
+        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep * per_byte
+        return t + layers * 2 * (fixed + r * per_row)
 
     def decode_time(self, n: int, c: float, pad: int) -> float:
         """Seconds of a decode-only step of ``n`` sequences at mean context ``c``, run padded
