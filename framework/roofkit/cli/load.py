@@ -10,7 +10,7 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="continuous batching of a request stream simulated "
                        "step by step: TTFT, TPOT, ITL, E2E percentiles, throughput, goodput")
     p.add_argument("workload", help="workload key, alias or TOML path")
-    p.add_argument("device", help="device key, alias or TOML path")
+    p.add_argument("device", help="device or cluster key, alias, TOML path or NxDEVICE")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--concurrency", type=int, help="closed loop of C clients")
     src.add_argument("--rate", type=float, help="Poisson arrivals, requests/s")
