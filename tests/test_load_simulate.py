@@ -200,3 +200,22 @@ def test_a_pipeline_across_two_nodes_crosses_the_network_by_hand():
     hop = [5e-6 + rows * 8192 * 2 / 50e9 for rows in [i] + [1] * (o - 1)]
     assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
     assert r.devices == 16 and r.layout["cluster"] == "16xh100-sxm"
+
+
+def test_mtp_speculation_at_acceptance_0_by_hand():
+    from roofkit.circuit import api
+
+    k, i, o, w, d = 2, 128, 9, "deepseek-v3", "h200"
+    r = simulate(w, d, tp=8, concurrency=1, requests=1, input_len=i, output_len=o,
+                 engine=None, spec_decode=SpecDecode(k=k, acceptance=0.0, draft="mtp"))
+    reg = roofkit.default_registry()
+    mtp = api._plan(reg, w, d, "decode", None, "bf16", None, {"basis": "calibrated"}, 8,
+                    sections=("draft",))[0]
+    verify = StepCosts(w, d, tp=8, max_rows=64, max_seqs=2, max_context=256, verify=k + 1)
+    host = roofkit.serve(w, d, batch=1, input_len=i, output_len=2, tp=8).decode_host.host_time
+    t = 0.0
+    for s in range(o - 1):  # acceptance 0: one token a step, each step at context i + 1 + s
+        c = i + 1 + s
+        t += verify.device_time(1, c, samples=k + 1) + host
+        t += k * sum(float(x[3]) for x in mtp.run(1.0, float(c), 1.0))
+    assert r.tpot["mean"] == pytest.approx(t / (o - 1), rel=1e-4)

@@ -39,8 +39,9 @@ BARE = dict(max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
 @attrs.frozen
 class SpecDecode:
     """Speculative decoding: ``k`` drafted tokens a step, ``acceptance`` one rate for every
-    position or one per position, ``draft`` a workload that proposes them (None: a draft
-    that costs nothing, e.g. n-gram lookup)."""
+    position or one per position, ``draft`` a workload that proposes them, ``"mtp"`` for
+    the workload's own multi-token-prediction modules (its circuit's draft section), or None
+    (a draft that costs nothing, e.g. n-gram lookup)."""
 
     k: int
     acceptance: float | tuple = 0.0
@@ -363,7 +364,19 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
     tps = 1.0 if spec is None else spec.tokens_per_step
     draft_time = None
-    if spec is not None and spec.draft:
+    if spec is not None and spec.draft == "mtp":
+        from .steps import SectionCosts
+
+        mtp = SectionCosts(w, d, "draft", tp=tp, precision=precision,
+                           kv_cache_dtype=kv_cache_dtype, basis=basis, registry=reg,
+                           max_seqs=sched["max_num_seqs"], max_context=longest + 2 * verify)
+
+        def draft_time(n, c, _m=mtp, _k=spec.k):
+            return _k * _m(n, c)
+
+        notes.append(f"MTP draft: {spec.k} passes a step through the workload's draft "
+                     "section (its multi-token-prediction modules, chained for k > 1)")
+    elif spec is not None and spec.draft:
         dcosts = step_costs(reg, reg.workload(spec.draft), d, tp=tp, precision=None,
                             kv_cache_dtype=kv_cache_dtype, basis=basis,
                             max_rows=sched["max_num_seqs"], max_seqs=sched["max_num_seqs"],

@@ -229,3 +229,34 @@ class StepCosts:
         else:
             att = a(n, c)
         return self.decode_fixed[pad] + att
+
+
+class SectionCosts:
+    """The device time of one pass through a circuit section (the MTP ``draft`` modules) for
+    ``n`` sequences at context ``c``: every node of the section at rows = seqs = n, from
+    the decode plan of that section alone, tabulated like the decode attention."""
+
+    def __init__(self, workload, device, section, *, tp=1, precision=None,
+                 kv_cache_dtype="bf16", basis="calibrated", registry=None, max_seqs=256,
+                 max_context=8192):
+        from ..registry import resolve
+
+        reg = resolve(registry)
+        settings = {"basis": basis}
+        plan = _circuit._plan(reg, workload, device, "decode", precision, kv_cache_dtype,
+                              None, settings, tp, sections=(section,))[0]
+        if not plan.nodes:
+            raise ValueError(f"{reg.workload(workload).name} has no {section!r} section")
+        self.plan = plan
+        seqs = grid(int(max_seqs), dense=min(256, int(max_seqs)))
+        ctx = grid(int(max_context) + 1)
+        sv = np.maximum(np.asarray(seqs, dtype=float)[:, None], 1.0)
+        cv = np.asarray(ctx, dtype=float)[None, :]
+        t = np.zeros((len(seqs), len(ctx)))
+        for o in plan.run(sv, cv, sv):
+            t = t + np.broadcast_to(o[3], t.shape)
+        t[0, :] = 0.0
+        self.table = Interp2(seqs, ctx, t)
+
+    def __call__(self, n: int, c: float) -> float:
+        return self.table(n, c)
