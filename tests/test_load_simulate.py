@@ -126,6 +126,9 @@ def test_result_convention():
     for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         assert set(d[key]) == {"mean", "p50", "p90", "p99"}
     assert d["output_tokens_per_s"] > 0 and d["requests_per_s"] > 0 and d["basis"]
+    tl = d["timeline"]
+    assert len(tl["time_s"]) == len(tl["batch"]) == len(tl["kv_fraction"]) <= 200
+    assert max(tl["batch"]) <= 2 and all(0 <= x <= 1 for x in tl["kv_fraction"])
     assert r.quantity("ttft", "p90").to("ms").magnitude == pytest.approx(d["ttft_ms"]["p90"])
     assert "<table>" in r._repr_html_() and len(r.to_pandas()) == 4
 

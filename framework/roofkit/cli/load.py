@@ -42,7 +42,8 @@ def register(sub) -> None:
     p.add_argument("--disagg", default=None, metavar="P:D[,ptp=N,dtp=N,link=BW]",
                    help="disaggregated prefill and decode workers")
     p.add_argument("--spec-decode", default=None, metavar="k=N,acceptance=A[,draft=W]",
-                   help="speculative decoding (acceptance per position as 0.8/0.6/0.4)")
+                   help="speculative decoding (acceptance per position as 0.8/0.6/0.4; draft a "
+                        "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")

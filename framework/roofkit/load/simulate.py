@@ -251,6 +251,7 @@ class LoadEstimate:
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
+            "timeline": self.timeline_samples(),
         }
         if self.slo:
             out["slo"] = {k: v * 1e3 for k, v in self.slo.items()}
@@ -261,6 +262,15 @@ class LoadEstimate:
         if self.pd_ratio is not None:
             out["pd_ratio"] = self.pd_ratio
         return out
+
+    def timeline_samples(self, points: int = 200) -> dict:
+        """Batch (sequences in a step) and KV use over time, at most ``points`` steps evenly
+        spaced (the first replica), as plain lists."""
+        t = self.timeline["time_s"]
+        idx = np.unique(np.linspace(0, len(t) - 1, min(points, len(t))).astype(int)) \
+            if len(t) else np.zeros(0, dtype=int)
+        return {"time_s": t[idx].tolist(), "batch": self.timeline["batch"][idx].tolist(),
+                "kv_fraction": self.timeline["kv_fraction"][idx].tolist()}
 
     def to_pandas(self):
         import pandas as pd
