@@ -229,9 +229,10 @@ def test_calibrated_basis_names_the_measurement(reg):
 
 
 def test_calibrated_without_a_measurement_says_so(reg):
-    est = roofkit.decode("llama-3.1-8b", "b200", basis="calibrated", registry=reg)
+    est = roofkit.decode("llama-3.1-8b", "l4", basis="calibrated", registry=reg)
     assert est.measured is False
-    assert est.basis.startswith("no calibration for b200")
+    assert est.basis.startswith("no calibration for l4")
+    assert "datasheet only" in est.basis
 
 
 def test_fits_and_by_how_much(reg):
@@ -273,7 +274,7 @@ def test_to_dict_is_json_ready(reg):
     many = roofkit.decode("llama-3.1-8b", "h100", batch=np.arange(1, 5), registry=reg)
     d = json.loads(json.dumps(many.to_dict(by="op")))
     assert len(d["totals"]["time_s"]) == 4
-    assert {"node", "op", "flops", "bytes", "time", "bound"} <= set(d["rows"][0])
+    assert {"node", "op", "flops", "bytes", "time_s", "bound"} <= set(d["rows"][0])
     assert d["basis"].startswith("datasheet")
 
 

@@ -29,7 +29,8 @@ def _rule(folder, flops):
     """A linear rule whose decode FLOPs are ``flops`` (a TOML basic string via JSON)."""
     (folder / "ops").mkdir(parents=True, exist_ok=True)
     path = folder / "ops" / "linear.toml"
-    path.write_text(f'name = "linear"\ncompute = "matrix"\n[defaults]\nbias = 0\n'
+    path.write_text(f'overrides = "linear"\nname = "linear"\ncompute = "matrix"\n'
+                    f'[defaults]\nbias = 0\n'
                     f'[decode]\nflops = {json.dumps(flops)}\nweight_bytes = "k * n * w_bytes"\n'
                     f'[memory]\nparams = "k * n"\n')
     return path

@@ -40,34 +40,38 @@ def test_the_stamp_covers_the_builtins_package_files():
 
 
 def _saved(spec_dirs=(), plugins=()):
+    """A cache holding one device spec (h100-sxm), saved under this stamp."""
+    reg = roofkit.build_registry(entry_points=False, cache=False)
+    origin = reg.devices.origin("h100-sxm")
     c = SpecCache(spec_dirs=spec_dirs, plugins=plugins)
-    c.entries[("x.toml", "devices")] = ((0, 0), "spec")
-    c.dirty = True
+    c.put(origin, "devices", reg.device("h100-sxm"), "h100-sxm", ())
     c.save()
-    return c
+    return origin
 
 
 def test_entries_survive_when_nothing_changed(cache_dir, tmp_path):
-    _saved([tmp_path / "plugin-specs"], [("myplugin", "1.0")])
+    origin = _saved([tmp_path / "plugin-specs"], [("myplugin", "1.0")])
     again = SpecCache(spec_dirs=[tmp_path / "plugin-specs"], plugins=[("myplugin", "1.0")])
-    assert ("x.toml", "devices") in again.entries
+    hit = again.get(origin, "devices")
+    assert hit is not None and hit.name == "h100-sxm"
+    assert hit.build() == roofkit.build_registry(entry_points=False, cache=False).device("h100")
 
 
 def test_another_set_of_spec_dirs_empties_the_cache(cache_dir, tmp_path):
     _saved([tmp_path / "plugin-specs"])
-    assert SpecCache(spec_dirs=[tmp_path / "other"]).entries == {}
-    assert SpecCache(spec_dirs=[]).entries == {}
+    assert SpecCache(spec_dirs=[tmp_path / "other"]).specs == {}
+    assert SpecCache(spec_dirs=[]).specs == {}
 
 
 def test_another_plugin_distribution_empties_the_cache(cache_dir):
     _saved(plugins=[("myplugin", "1.0")])
-    assert SpecCache(plugins=[("myplugin", "1.1")]).entries == {}
-    assert SpecCache(plugins=[]).entries == {}
+    assert SpecCache(plugins=[("myplugin", "1.1")]).specs == {}
+    assert SpecCache(plugins=[]).specs == {}
 
 
 def test_a_registry_built_twice_reads_its_specs_from_the_cache(cache_dir):
     first = roofkit.build_registry(entry_points=False)
-    (file,) = cache_dir.glob("specs-*.pickle")
+    (file,) = cache_dir.glob("specs-*.json")
     assert file == cache_file()
     second = roofkit.build_registry(entry_points=False)
     assert second.device("h100") == first.device("h100")

@@ -29,9 +29,10 @@ overheads = "sheet"
 """
 
 
-def toy(tmp_path, name="toy-1", display="Toy", alias="toy", peak="100 TFLOP/s"):
+def toy(tmp_path, name="toy-1", display="Toy", alias="toy", peak="100 TFLOP/s", overrides=None):
+    head = f'overrides = "{overrides}"\n' if overrides else ""
     return write_spec(tmp_path, "devices", name,
-                      TOY.format(name=name, display=display, alias=alias, peak=peak))
+                      head + TOY.format(name=name, display=display, alias=alias, peak=peak))
 
 
 def test_lookup_by_key_alias_and_any_case(registry):
@@ -52,22 +53,42 @@ def test_a_user_spec_dir_adds_a_device_and_origin_names_its_file(tmp_path):
     assert reg.origin("toy-1") == path.resolve()
 
 
-def test_later_layer_wins_by_name(tmp_path, monkeypatch):
+def test_a_later_layer_replaces_a_name_where_its_file_says_so(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
     toy(a, display="from user path")
-    env = toy(b, display="from env")
+    env = toy(b, display="from env", overrides="toy-1")
     monkeypatch.setenv("ROOFKIT_SPEC_PATH", str(b))
     reg = make_registry(spec_paths=[a])
     assert reg.device("toy-1").display_name == "from env"
     assert reg.origin("toy-1") == env.resolve()
 
 
+def test_two_user_files_with_one_name_in_two_layers_are_refused(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    first = toy(a, display="from user path")
+    env = toy(b, display="from env")
+    monkeypatch.setenv("ROOFKIT_SPEC_PATH", str(b))
+    with pytest.raises(SpecError) as info:
+        make_registry(spec_paths=[a])
+    text = str(info.value)
+    assert str(first.resolve()) in text and str(env.resolve()) in text
+    assert 'overrides = "toy-1"' in text
+
+
 def test_a_user_device_overrides_a_builtin_by_name(tmp_path, registry):
-    path = toy(tmp_path, name="h100-sxm", display="My H100", alias="myh100")
+    path = toy(tmp_path, name="h100-sxm", display="My H100", alias="myh100",
+               overrides="h100-sxm")
     reg = make_registry(spec_paths=[tmp_path])
     assert reg.device("h100-sxm").display_name == "My H100"
     assert reg.origin("h100-sxm") == path.resolve()
     assert registry.device("h100-sxm").display_name != "My H100"
+
+
+def test_a_user_device_named_like_a_builtin_without_overrides_is_refused(tmp_path):
+    path = toy(tmp_path, name="h100-sxm", display="My H100", alias="myh100")
+    with pytest.raises(SpecError, match=r"takes 'h100-sxm' from the shipped 'h100-sxm'") as info:
+        make_registry(spec_paths=[tmp_path])
+    assert f"{path.resolve()}:name" in str(info.value)
 
 
 def test_a_bad_user_file_fails_the_build_naming_file_and_key(tmp_path):
@@ -159,13 +180,14 @@ def test_registry_lists_builtin_plugins(registry):
 
 # -- aliases layer like names ----------------------------------------------------------------
 
-def test_a_later_layers_alias_wins_and_origin_names_its_file(tmp_path, registry):
-    path = toy(tmp_path, name="my-h100", alias="h100")
+def test_a_later_layers_alias_wins_where_its_file_overrides(tmp_path, registry):
+    path = toy(tmp_path, name="my-h100", alias="h100", overrides="h100-sxm")
     reg = make_registry(spec_paths=[tmp_path])
     assert reg.device("h100").name == "my-h100"
     assert reg.device("H100").name == "my-h100"
     assert reg.origin("h100") == path.resolve()
-    assert reg.device("h100-sxm").name == "h100-sxm"  # the builtin keeps its name
+    assert reg.device("h100-sxm").name == "my-h100"  # replaced: its names follow
+    assert reg.device("h100-sxm5").name == "my-h100"
     assert registry.device("h100").name == "h100-sxm"
 
 
@@ -178,17 +200,18 @@ def test_two_specs_of_one_layer_claiming_one_alias_name_both_files(tmp_path):
     assert "alias 'shared'" in text and str(a.resolve()) in text and str(b.resolve()) in text
 
 
-def test_an_alias_of_one_layer_yields_to_the_same_alias_of_a_later_layer(tmp_path):
+def test_an_alias_of_one_layer_yields_to_a_later_layer_that_overrides(tmp_path):
     toy(tmp_path / "a", name="toy-1", alias="shared")
-    later = toy(tmp_path / "b", name="toy-2", alias="shared")
+    later = toy(tmp_path / "b", name="toy-2", alias="shared", overrides="toy-1")
     reg = make_registry(spec_paths=[tmp_path / "a", tmp_path / "b"])
     assert reg.device("shared").name == "toy-2" and reg.origin("shared") == later.resolve()
-    assert reg.device("toy-1").name == "toy-1"
+    assert reg.device("toy-1").name == "toy-2"
 
 
 def test_an_alias_cannot_hide_an_earlier_name(tmp_path):
     path = toy(tmp_path, name="toy-1", alias="a100-40gb")
-    with pytest.raises(SpecError, match=r"alias 'a100-40gb'.*is the name of device") as info:
+    with pytest.raises(SpecError, match=r"takes 'a100-40gb' from the shipped 'a100-40gb'") \
+            as info:
         make_registry(spec_paths=[tmp_path])
     assert f"{path.resolve()}:aliases" in str(info.value)
 

@@ -101,8 +101,8 @@ def test_threads_and_two_registries_at_once_keep_their_own_facts(tmp_path):
 
     base = roofkit.build_registry(entry_points=False, cache=False)
     src = base.devices.origin("h100").read_text()
-    write_spec(tmp_path, "devices", "h100-sxm", src.replace('bandwidth = "3.35 TB/s"',
-                                                            'bandwidth = "1 TB/s"', 1))
+    write_spec(tmp_path, "devices", "h100-sxm", 'overrides = "h100-sxm"\n' + src.replace(
+        'bandwidth = "3.35 TB/s"', 'bandwidth = "1 TB/s"', 1))
     slow = roofkit.build_registry(entry_points=False, spec_paths=[tmp_path], cache=False)
     want = {id(r): Engine.solve("llama-3.1-8b", "h100", registry=r).latency_s
             for r in (base, slow)}

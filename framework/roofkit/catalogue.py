@@ -9,25 +9,48 @@ case-insensitively, and teach the closest names when they miss.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-import attrs
-
-from .errors import Problem, SpecError, UnknownNameError
+from .errors import Problem, SpecError, UnknownNameError, closest
 from .files import kind_of_path, real_path, toml_files_under
 from .loader import format_problems, problems_of, read_toml
 from .spec_kinds import SPEC_KINDS, SpecKind, infer_kind
 from .spec_kinds import a as a_noun
 
+_BUILD_LOCK = threading.Lock()
 
-@attrs.frozen
+
 class Entry:
-    obj: object
-    origin: Path
-    layer: str
-    rank: int = 0  # the layer's place in precedence order, lowest first
+    """One spec of a catalogue: its key, the aliases it claims, its file and layer, and the
+    spec object, built on first use when it came from the cache as plain data."""
+
+    __slots__ = ("_build", "_obj", "claims", "key", "layer", "origin", "overrides", "rank")
+
+    def __init__(self, obj, origin: Path, layer: str, rank: int = 0, *, key: str | None = None,
+                 claims: tuple[str, ...] | None = None, build=None,
+                 overrides: tuple[str, ...] = ()):
+        self._obj, self._build = obj, build
+        self.origin, self.layer, self.rank = origin, layer, rank
+        self.key = key
+        self.claims = claims if claims is not None else ()
+        self.overrides = overrides
+
+    @property
+    def obj(self):
+        obj = self._obj
+        if obj is None:
+            made = self._build()
+            with _BUILD_LOCK:  # two threads building at once agree on one object
+                if self._obj is None:
+                    self._obj, self._build = made, None
+                obj = self._obj
+        return obj
+
+    def __repr__(self) -> str:
+        return f"Entry({self.key!r}, {str(self.origin)!r}, {self.layer!r})"
 
 
 def _norm(name: str) -> str:
@@ -155,20 +178,47 @@ def files_of(path: str | Path) -> tuple[list[tuple[SpecKind, Path]], list[Proble
     return files, problems
 
 
-def load_file(kind: SpecKind, file: Path, converter) -> tuple[object | None, list[Problem]]:
-    """Read and structure one file as ``kind``: (spec or None, every problem at once)."""
+#: the catalogue key a spec file uses to replace a spec of an earlier layer
+OVERRIDES = "overrides"
+
+
+def _overrides_of(data: dict) -> tuple[tuple[str, ...], list[tuple[str, str]]]:
+    """The names a file's ``overrides`` key replaces (taken out of ``data``: it belongs to
+    the catalogue, not to the spec), and its problems."""
+    value = data.pop(OVERRIDES, None) if isinstance(data, dict) else None
+    if value is None:
+        return (), []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or \
+            not all(isinstance(v, str) and v.strip() for v in items):
+        return (), [(OVERRIDES, f"expected the name of the spec this file replaces (a string, "
+                     f"or a list of them), got {value!r}")]
+    return tuple(_norm(v) for v in items), []
+
+
+def load_entry_file(kind: SpecKind, file: Path, converter):
+    """Read and structure one file as ``kind``: (spec or None, the names it overrides, every
+    problem at once)."""
     try:
         data = read_toml(file)
     except SpecError as exc:
-        return None, list(exc.details)
+        return None, (), list(exc.details)
+    overrides, bad = _overrides_of(data)
     obj, items = problems_of(data, kind.cls, converter)
     if items:
         other = _other_kind(kind, file, data)
         if other is not None:
-            return None, [Problem(str(file), None, (
+            return None, (), [Problem(str(file), None, (
                 f"this file is {a_noun(other.noun)} spec, not {a_noun(kind.noun)} spec "
                 f"({len(items)} problem(s) reading it as {a_noun(kind.noun)})"))]
-    return obj, format_problems(file, items)
+    items = bad + items
+    return (None if items else obj), overrides, format_problems(file, items)
+
+
+def load_file(kind: SpecKind, file: Path, converter) -> tuple[object | None, list[Problem]]:
+    """Read and structure one file as ``kind``: (spec or None, every problem at once)."""
+    obj, _, problems = load_entry_file(kind, file, converter)
+    return obj, problems
 
 
 def _other_kind(kind: SpecKind, file: Path, data: dict) -> SpecKind | None:
@@ -217,39 +267,63 @@ def check_paths(paths, converter, tables) -> tuple[int, list[Problem]]:
     return n, problems
 
 
+def spec_claims(obj, key: str) -> tuple[str, ...]:
+    """The aliases a spec claims (its ``aliases`` and ``symbol``), normalized, without its
+    own key and without repeats."""
+    out: list[str] = []
+    for a in (*getattr(obj, "aliases", ()), getattr(obj, "symbol", None)):
+        if a and _norm(a) != key and _norm(a) not in out:
+            out.append(_norm(a))
+    return tuple(out)
+
+
+def _from_cache(hit, kind: SpecKind, file: Path, converter):
+    """A builder for a cached spec: its plain data, or the file again when that does not fit
+    its class (never a wrong object)."""
+    def build():
+        from .plain import NotPlain
+
+        try:
+            return hit.build()
+        except NotPlain:
+            obj, items = load_file(kind, file, converter)
+            if items:
+                raise SpecError(items) from None
+            return obj
+    return build
+
+
 def _layer_entries(path: Path, label: str, rank: int, converter, cache, problems):
     """The specs of one layer by kind: {folder: {key: Entry}}; problems appended."""
     found: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
     files, bad = files_of(path)
     problems += bad
     for kind, file in files:
-        obj = cache.get(file, kind.folder) if cache else None
-        if obj is None:
-            obj, items = load_file(kind, file, converter)
+        hit = cache.get(file, kind.folder) if cache else None
+        if hit is not None:
+            key = _norm(hit.name)
+            entry = Entry(None, file, label, rank, key=key, claims=hit.claims,
+                          build=_from_cache(hit, kind, file, converter),
+                          overrides=hit.overrides)
+        else:
+            obj, overrides, items = load_entry_file(kind, file, converter)
             if items:
                 problems += items
                 continue
+            key = _norm(getattr(obj, kind.key))
+            entry = Entry(obj, file, label, rank, key=key, claims=spec_claims(obj, key),
+                          overrides=overrides)
             if cache:
-                cache.put(file, kind.folder, obj)
-        key = _norm(getattr(obj, kind.key))
+                cache.put(file, kind.folder, obj, getattr(obj, kind.key), entry.claims,
+                          overrides)
         table = found[kind.folder]
         if key in table:
             problems.append(Problem(str(file), kind.key, (
                 f"{kind.noun} {key!r} is defined twice in one layer: {table[key].origin} and "
                 f"{file}")))
             continue
-        table[key] = Entry(obj, file, label, rank)
+        table[key] = entry
     return found
-
-
-def _claims(entry: Entry, key: str) -> list[str]:
-    """The aliases a spec claims (its ``aliases`` and ``symbol``), normalized, without its
-    own key and without repeats."""
-    out = []
-    for a in (*getattr(entry.obj, "aliases", ()), getattr(entry.obj, "symbol", None)):
-        if a and _norm(a) != key and _norm(a) not in out:
-            out.append(_norm(a))
-    return out
 
 
 def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str]:
@@ -258,7 +332,7 @@ def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str
     (or an alias that is another spec's name) are an error naming both files."""
     claims: dict[str, list[tuple[int, str]]] = {}
     for key, e in table.items():
-        for a in _claims(e, key):
+        for a in e.claims:
             claims.setdefault(a, []).append((e.rank, key))
     out: dict[str, str] = {}
     for alias, owners in claims.items():
@@ -284,6 +358,59 @@ def _aliases(kind: SpecKind, table: dict[str, Entry], problems) -> dict[str, str
     return out
 
 
+def _shown(entry: Entry) -> str:
+    """Where a spec comes from, in words: "the shipped" for roofkit's own specs."""
+    if entry.layer.startswith("plugin roofkit_builtins"):
+        return f"the shipped {entry.key!r} ({entry.origin})"
+    return f"{entry.key!r} of layer {entry.layer} ({entry.origin})"
+
+
+def _stack(kind: SpecKind, below: dict[str, Entry], layer: dict[str, Entry], problems) -> None:
+    """Put one layer's specs over the earlier layers' ``below`` (in place).
+
+    A spec replaces an earlier one only where its file says so (``overrides = "name"``),
+    and then answers to every name and alias of the spec it replaced (so references to it
+    from other specs follow); a name or an alias that an earlier spec already answers to is
+    otherwise an error naming both files, as is an ``overrides`` naming no earlier spec.
+    """
+    owner: dict[str, str] = {}  # every name and alias below -> the key answering to it
+    for key, e in below.items():
+        owner[key] = key
+        for a in e.claims:
+            owner.setdefault(a, key)
+    kept: dict[str, Entry] = {}
+    for key, e in layer.items():
+        for o in e.overrides:
+            if o not in below:
+                near = closest(o, list(below))
+                hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+                problems.append(Problem(str(e.origin), OVERRIDES, (
+                    f"overrides {o!r}, but no earlier layer has {a_noun(kind.noun)} "
+                    f"{o!r}{hint}")))
+        ok = True
+        for name in (key, *e.claims):
+            taken = owner.get(name)
+            if taken is None or taken in e.overrides:
+                continue
+            what = "name" if name == key else "aliases"
+            problems.append(Problem(str(e.origin), kind.key if what == "name" else "aliases", (
+                f"{a_noun(kind.noun)} {key!r} takes {name!r} from {_shown(below[taken])}; "
+                f"write {OVERRIDES} = \"{taken}\" in {e.origin.name} to replace it, or choose "
+                f"another {'name' if what == 'name' else 'alias'}")))
+            ok = False
+        if ok:
+            kept[key] = e
+    for e in kept.values():
+        inherited = list(e.claims)
+        for o in e.overrides:
+            gone = below.pop(o, None)
+            if gone is not None:  # whatever named the replaced spec now names this one
+                inherited += [n for n in (gone.key, *gone.claims)
+                              if n != e.key and n not in inherited]
+        e.claims = tuple(inherited)
+    below.update(kept)
+
+
 def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue], list[Problem]]:
     """Load every layer into catalogues. Returns (catalogues, problems)."""
     entries: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
@@ -291,7 +418,7 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
     for rank, (label, path) in enumerate(layers):
         found = _layer_entries(path, label, rank, converter, cache, problems)
         for folder, table in found.items():
-            entries[folder].update(table)  # a later layer wins by name
+            _stack(SPEC_KINDS[folder], entries[folder], table, problems)
     cats = {}
     for folder, table in entries.items():
         kind = SPEC_KINDS[folder]

@@ -9,6 +9,7 @@ structured, and ``problems()``, checks that need the structured object.
 
 from __future__ import annotations
 
+import math
 import sys
 import typing
 from pathlib import Path
@@ -67,6 +68,11 @@ def _float(v, _):
             except ValueError:
                 extra = "; a plain number is expected here, without a unit"
         raise _Problems([("", f"expected a number, got {v!r} ({_kind(v)}){extra}")])
+    if isinstance(v, int) and abs(v) > 1e300:
+        raise _Problems([("", f"expected a finite number, got an integer of {len(str(v))} "
+                          "digits")])
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _Problems([("", f"expected a finite number, got {v!r}")])
     return float(v)
 
 
@@ -98,6 +104,26 @@ def _literal(v, typ):
     raise _Problems([("", f"{v!r} must be one of {', '.join(map(repr, args))}{hint}")])
 
 
+def _out_of_range(meta: dict, v, out, key: str = "") -> str | None:
+    """The complaint about ``out`` (read from ``v``) when it is outside the field's range
+    (its entry ``key``'s, in a mapping field): what was read, the range, and the spelling
+    probably meant."""
+    rng = (meta.get("limits") or {}).get(key, meta.get("range"))
+    if rng is None or rng.contains(out):
+        return None
+    dim = meta.get("dimension")
+    if not dim:
+        if isinstance(out, int):
+            digits = len(str(abs(out)))
+            shown = f"{out}" if digits <= 30 else f"an integer of {digits} digits"
+        else:
+            shown = f"{out!r}"
+        return rng.problem(out, shown)
+    msg = rng.problem(out, f"{v!r} (read as {units.fmt(out, dim)})", dim)
+    meant = units.prefix_fix(v, dim, rng.contains)
+    return msg + (f"; did you mean {meant!r}?" if meant else "")
+
+
 def _parse_quantity(meta: dict):
     dim = meta["dimension"]
 
@@ -106,22 +132,42 @@ def _parse_quantity(meta: dict):
             out = units.parse(v, dim)
         except SpecError as exc:
             raise _Problems([(path, str(exc))]) from None
-        if meta.get("positive") and out <= 0:
-            raise _Problems([(path, f"must be positive, got {v!r}")])
-        if meta.get("nonnegative") and out < 0:
-            raise _Problems([(path, f"must not be negative, got {v!r}")])
+        bad = _out_of_range(meta, v, out)
+        if bad:
+            raise _Problems([(path, bad)])
         return out
 
+    return _each(meta, one, f"{dim} values")
+
+
+def _each(meta: dict, one, what: str):
+    """The hook of a field: ``one(value, path)`` on a scalar, or on every entry of a mapping
+    field (its keys checked against the declaration)."""
+    if meta.get("sequence"):
+        def sequence(v, _):
+            if not isinstance(v, list | tuple):
+                raise _Problems([("", f"expected a list of {what}, got {v!r}")])
+            out, problems = [], []
+            for i, item in enumerate(v):
+                try:
+                    out.append(one(item, f"[{i}]"))
+                except _Problems as exc:
+                    problems += exc.items
+            if problems:
+                raise _Problems(problems)
+            return out
+        return sequence
     if meta.get("mapping"):
         def mapping(v, _):
             if not isinstance(v, dict):
-                raise _Problems([("", f"expected a table of {dim} values, got {v!r}")])
+                raise _Problems([("", f"expected a table of {what}, got {v!r}")])
             out, problems = {}, []
             for key, item in v.items():
                 try:
                     out[key] = one(item, key)
                 except _Problems as exc:
                     problems += exc.items
+            problems += _key_items(meta, v)
             if problems:
                 raise _Problems(problems)
             return out
@@ -134,18 +180,41 @@ def _parse_quantity(meta: dict):
     return scalar
 
 
-def _checked(meta: dict, base):
-    def hook(v, t):
-        out = base(v, t)
-        if "range" in meta:
-            low, high, low_open = meta["range"]
-            bad = out > high or out < low or (low_open and out == low)
+def _key_items(meta: dict, v: dict) -> list[tuple[str, str]]:
+    from .schema.fields import key_problems
+
+    return key_problems(meta, v) if meta.get("keys") else []
+
+
+def _checked(meta: dict):
+    base = _int if meta["range"].integer else _float
+
+    def one(v, path=""):
+        if not meta["range"].integer and isinstance(v, int | float) \
+                and not isinstance(v, bool):  # NaN, infinity and huge integers, unconverted
+            bad = _out_of_range(meta, v, v, path)
             if bad:
-                lo = "(" if low_open else "["
-                raise _Problems([("", f"must be in {lo}{low:g}, {high:g}], got {v!r}")])
-        if "minimum" in meta and out < meta["minimum"]:
-            raise _Problems([("", f"must be at least {meta['minimum']}, got {v!r}")])
+                raise _Problems([(path, bad)])
+        try:
+            out = base(v, None)
+        except _Problems as exc:
+            raise _Problems([(path, m) for _, m in exc.items]) from None
+        bad = _out_of_range(meta, v, out, path)
+        if bad:
+            raise _Problems([(path, bad)])
         return out
+
+    return _each(meta, one, "numbers")
+
+
+def _keyed(meta: dict, conv, typ):
+    """A table of named sub-specs whose keys the field declares."""
+    def hook(v, _):
+        if isinstance(v, dict):
+            problems = _key_items(meta, v)
+            if problems:
+                raise _Problems(problems)
+        return conv.structure(v, typ)
     return hook
 
 
@@ -160,6 +229,7 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(lambda t: typing.get_origin(t) is typing.Literal, _literal)
 
     def factory(cls):
+        attrs.resolve_types(cls)
         overrides = {}
         for f in attrs.fields(cls):
             meta = meta_of(f)
@@ -167,9 +237,10 @@ def make_converter() -> cattrs.Converter:
                 continue
             if "dimension" in meta:
                 overrides[f.name] = override(struct_hook=_parse_quantity(meta))
-            else:
-                base = _int if "minimum" in meta else _float
-                overrides[f.name] = override(struct_hook=_checked(meta, base))
+            elif "range" in meta:
+                overrides[f.name] = override(struct_hook=_checked(meta))
+            elif meta.get("keys"):
+                overrides[f.name] = override(struct_hook=_keyed(meta, conv, f.type))
         return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
 
     conv.register_structure_hook_factory(attrs.has, factory)
@@ -191,8 +262,10 @@ def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
     if isinstance(exc, IterableValidationError):
         out = []
         with_notes, without = exc.group_exceptions()
-        for e, note in with_notes:
-            out += _walk(e, f"{path}[{note.index}]", None)
+        for e, note in with_notes:  # a list index, or the key of a table of sub-specs
+            step = f".{note.index}" if isinstance(note.index, str) else f"[{note.index}]"
+            out += _walk(e, f"{path}{step}" if path or step[0] == "[" else str(note.index),
+                         None)
         for e in without:
             out += _walk(e, path, None)
         return out

@@ -71,6 +71,9 @@ SPEC_KINDS: dict[str, SpecKind] = {
                  label="load validation case"),
         SpecKind("clusters", "roofkit.fleet.cluster:Cluster",
                  check_path="roofkit.fleet.cluster:check", marker="scale_up"),
+        SpecKind("training", "roofkit.fleet.cases:TrainingCase",
+                 check_path="roofkit.fleet.cases:check", aliases=False, marker="layout",
+                 label="training case"),
     )
 }
 

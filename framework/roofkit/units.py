@@ -96,6 +96,74 @@ def _factor(unit_text: str, dimension: str) -> float:
     return float(q.to(si_unit).magnitude)
 
 
+#: One unit expression: unit words joined by ``/`` or ``*``, each with an optional integer
+#: power (``B/s``, ``FLOP/s``, ``1/s``, ``GiB``, ``m^2``). Words side by side (``GB GB``),
+#: symbols (``%``) and anything after the expression are stray tokens, refused.
+_TERM = r"[A-Za-zµμ]+(?:(?:\^|\*\*)-?\d+)?"
+_UNIT_TEXT = re.compile(rf"(?:1|{_TERM})(?:\s*[*/]\s*{_TERM})*")
+_WORD = re.compile(r"[A-Za-zµμ]+")
+#: prefixes below one: a milli- or micro-byte (or bit) is no amount of memory anyone means
+_SUB_UNIT = {"milli", "micro", "nano", "pico", "femto", "atto", "zepto", "yocto", "quecto",
+             "centi", "deci"}
+#: units no spec field is measured in (a plain fraction is written as a number)
+_REFUSED_UNITS = {"percent": "a percentage is no unit of a quantity field"}
+
+
+def _unit_problem(text: str, number: str, unit_text: str, dimension: str) -> str | None:
+    """Why ``unit_text`` is not one clean unit expression, with the spelling probably
+    meant; None when it is."""
+    example = DIMENSIONS[dimension][1]
+    m = _UNIT_TEXT.match(unit_text)
+    if m is None or m.end() != len(unit_text):
+        head = unit_text[: m.end()].rstrip() if m else ""
+        stray = unit_text[m.end():].strip() if m else unit_text
+        meant = f"; did you mean {number + ' ' + head!r}?" if head else ""
+        return (f"{text!r} has a stray {stray!r} after the unit{meant} (write one unit, "
+                f"e.g. {example!r})")
+    reg = ureg()
+    for word in _WORD.findall(unit_text):
+        try:
+            parts = reg.parse_unit_name(word)
+        except Exception:
+            continue  # an unknown unit: pint's error, below, names it
+        for prefix, unit, _suffix in parts:
+            if unit in _REFUSED_UNITS:
+                return f"{text!r}: {_REFUSED_UNITS[unit]}; write e.g. {example!r}"
+            if unit in ("byte", "bit") and prefix in _SUB_UNIT:
+                letter = word[: len(word) - len(reg.get_symbol(unit))]
+                fixed = letter.upper() if letter in ("m", "c", "d") else None
+                meant = ""
+                if fixed:
+                    meant = f"; did you mean {text.replace(word, fixed + word[len(letter):], 1)!r}?"
+                return (f"{text!r} reads {word!r} as {prefix}-{unit}s, a fraction of a {unit}"
+                        f"{meant}")
+    return None
+
+
+def prefix_fix(text, dimension: str, accept) -> str | None:
+    """The spelling of ``text`` with one unit prefix in the other case (``Ms`` → ``ms``,
+    ``mB`` → ``MB``) whose value ``accept`` takes, or None: what a value outside its
+    field's range probably meant."""
+    if not isinstance(text, str):
+        return None
+    m = _NUMBER.match(text)
+    if not m or not m.group(2):
+        return None
+    number, unit_text = m.group(1), m.group(2)
+    for w in _WORD.finditer(unit_text):
+        head = w.group(0)[0]
+        if head.swapcase() == head or len(w.group(0)) < 2:
+            continue
+        candidate = (unit_text[: w.start()] + head.swapcase() + unit_text[w.start() + 1:])
+        try:
+            value = parse(f"{number} {candidate}", dimension)
+        except SpecError:
+            continue
+        if accept(value):
+            return f"{number} {candidate}"
+    return None
+
+
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 
 
@@ -116,6 +184,9 @@ def parse(text, dimension: str) -> float:
     number, unit_text = m.group(1), m.group(2)
     if not unit_text:
         raise SpecError(f"{text!r} has no unit; write e.g. {example!r}")
+    problem = _unit_problem(text, number, unit_text, dimension)
+    if problem:
+        raise SpecError(problem)
     try:
         out = to_si(number, unit_text, dimension)
     except SpecError:

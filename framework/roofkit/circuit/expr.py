@@ -15,6 +15,7 @@ generated from the validated tree alone; it runs on floats and on numpy arrays a
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import math
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,13 @@ MAX_DEPTH = 40
 MAX_LITERAL = 1e18
 #: Largest magnitude of a constant exponent (``x ** 64`` is fine, ``9 ** 9 ** 9`` is not).
 MAX_EXPONENT = 64.0
+
+#: Largest tree an expression may grow to once the ``let`` names it reads are inlined
+#: (nodes). A chain ``l2 = l1 + l1``, ``l3 = l2 + l2``... doubles with every step: without a
+#: bound 24 steps make a 16-million-node function that takes minutes to compile.
+MAX_NODES = 20_000
+#: Deepest tree once lets are inlined (Python's compiler refuses ~200 nested levels).
+MAX_INLINED_DEPTH = 120
 
 #: The callable names and how many arguments each takes (min, max).
 FUNCTIONS = {"min": (2, 64), "max": (2, 64), "ceil": (1, 1)}
@@ -228,9 +236,50 @@ def interpret(body: ast.AST, env: Mapping[str, float]):
     raise ExprError(f"not a validated expression node: {t.__name__}")
 
 
+def shape(body: ast.AST, inlined: Mapping[str, tuple[int, int]] | None = None
+          ) -> tuple[int, int]:
+    """(nodes, depth) of ``body`` once each name in ``inlined`` is replaced by a tree of the
+    (nodes, depth) it maps to; computed without building the tree (a chain of lets that
+    doubles at each step is measured in linear time)."""
+    inlined = inlined or {}
+
+    def walk(node) -> tuple[int, int]:
+        if isinstance(node, ast.Name) and node.id in inlined:
+            return inlined[node.id]
+        size, depth = 1, 0
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr_context | ast.operator | ast.unaryop):
+                continue
+            n, d = walk(child)
+            size += n
+            depth = max(depth, d)
+        return size, depth + 1
+
+    return walk(body)
+
+
+def too_big(nodes: int, depth: int) -> str | None:
+    """Why a tree of ``nodes`` and ``depth`` is refused, or None."""
+    if nodes > MAX_NODES:
+        return (f"inlining the lets it reads makes it {nodes:,} nodes (the limit is "
+                f"{MAX_NODES:,}); a let that reads an earlier one twice doubles the size at "
+                "every step: compute the value in fewer steps")
+    if depth > MAX_INLINED_DEPTH:
+        return (f"inlining the lets it reads nests it {depth} levels deep (the limit is "
+                f"{MAX_INLINED_DEPTH}); use fewer chained lets")
+    return None
+
+
 def substitute(body: ast.AST, bindings: Mapping[str, float | ast.AST]) -> ast.AST:
     """A copy of a validated tree with names replaced: by a number, or by another validated
-    tree (an inlined ``let``)."""
+    tree (an inlined ``let``). Refuses (:class:`ExprError`) a result past :data:`MAX_NODES`
+    or :data:`MAX_INLINED_DEPTH`, measured before it is built."""
+    trees = {k: v for k, v in bindings.items() if isinstance(v, ast.AST)}
+    if trees:
+        why = too_big(*shape(body, {k: shape(v) for k, v in trees.items()
+                                    if _reads(body, k)}))
+        if why:
+            raise ExprError(why)
 
     class _Sub(ast.NodeTransformer):
         def visit_Name(self, node):
@@ -249,8 +298,25 @@ def free_names(body: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and n.id not in FUNCTIONS}
 
 
+def _reads(body: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(body))
+
+
 def _copy(node):
-    return ast.parse(ast.unparse(node), mode="eval").body
+    """A copy of a validated tree (its five node types), without the parser's nesting limit
+    and faster than ``copy.deepcopy``."""
+    t = type(node)
+    if t is ast.Constant:
+        return ast.Constant(node.value)
+    if t is ast.Name:
+        return ast.Name(node.id, ast.Load())
+    if t is ast.BinOp:
+        return ast.BinOp(_copy(node.left), type(node.op)(), _copy(node.right))
+    if t is ast.UnaryOp:
+        return ast.UnaryOp(type(node.op)(), _copy(node.operand))
+    if t is ast.Call:
+        return ast.Call(_copy(node.func), [_copy(a) for a in node.args], [])
+    return copy.deepcopy(node)
 
 
 def _np_ceil(x):

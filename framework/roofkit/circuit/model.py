@@ -114,6 +114,13 @@ def mode_rule(rule: OpRule, mode: str) -> ModeRule:
 
 def node_trees(rule: OpRule, mode: str, env: Mapping[str, float]) -> list[ast.AST]:
     """The cost fields of ``rule`` in ``mode`` as trees over rows, context and seqs only."""
+    try:
+        return _node_trees(rule, mode, env)
+    except _expr.ExprError as exc:  # a rule built in code, past the size bound
+        raise SpecError(f"op rule {rule.name!r} {mode}: {exc}") from None
+
+
+def _node_trees(rule: OpRule, mode: str, env: Mapping[str, float]) -> list[ast.AST]:
     m = mode_rule(rule, mode)
     bindings = _let_trees(rule.let, dict(env))
     bindings = _let_trees(m.let, bindings)

@@ -25,7 +25,7 @@ import ast
 import attrs
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import PluginError, RoofkitError, SpecError, cut
 from .collective import fastest
 from .formats import operand_precision
 from .ir import Node
@@ -85,6 +85,7 @@ class Plan:
     notes: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()  # precisions run at a fallback slot, for the basis
     rings: tuple = ()  # the link's ring models at the model's tp (collectives only)
+    provider: str = ""  # the plugin that registered the cost model (named in its errors)
 
     @property
     def kernels(self) -> int:
@@ -113,7 +114,9 @@ class Plan:
                     out = self._run(vec, rows, context, seqs, head_rows)
             else:
                 out = self._run(vec, rows, context, seqs, head_rows)
-        except (ArithmeticError, ValueError, TypeError) as exc:
+        except RoofkitError:
+            raise
+        except Exception as exc:  # a rule's arithmetic, or the cost model's own failure
             raise self.arithmetic_error(rows, context, seqs, head_rows, exc) from None
         return out
 
@@ -125,7 +128,8 @@ class Plan:
         from .spec import COST_FIELDS
 
         model = self.model
-        what = f"{type(exc).__name__} ({exc})" if exc is not None else "a non-finite value"
+        what = f"{type(exc).__name__} ({cut(exc, 300)})" if exc is not None else \
+            "a non-finite value"
         at = f"rows={_show(rows)}, context={_show(context)}, seqs={_show(seqs)}"
         for p in self.nodes:
             n = p.node
@@ -148,8 +152,14 @@ class Plan:
                         f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
                         f"{self.mode}.{field} {why} at {at}; check the workload's dims and "
                         "the rule")
+        who = f"cost model {self.cost_model.name!r}"
+        if self.provider and not self.provider.startswith("roofkit_builtins"):
+            return PluginError(f"{model.workload.name}: the {self.mode} estimate at {at} failed "
+                               f"with {what} in {who} of plugin {self.provider!r} (every op "
+                               "rule evaluates; the cost model's node time is at fault: it "
+                               "must return finite seconds, floats or numpy arrays)")
         return SpecError(f"{model.workload.name}: the {self.mode} estimate at {at} failed "
-                         f"with {what} in cost model {self.cost_model.name!r}")
+                         f"with {what} in {who}")
 
     def _run(self, vec, rows, context, seqs, head_rows):
         bw = self.roofline.bandwidth
@@ -196,9 +206,77 @@ def _is_zero(tree) -> bool:
     return isinstance(tree, ast.Constant) and tree.value == 0
 
 
+#: (rows, context, seqs) at which a plan checks every node's costs once, when it compiles:
+#: one token, and a batch at a long context
+PROBES = ((1.0, 1.0, 1.0), (64.0, 8192.0, 64.0))
+
+
+def _real(v) -> bool:
+    """A finite, non-negative real number (a float, an int, a numpy real scalar)."""
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        return False
+    return bool(np.isfinite(v)) and v >= 0
+
+
+def _cost_problem(model: Model, n: Node, rule, mode: str, scalar) -> SpecError | None:
+    """A SpecError when the node's rule gives a negative or non-finite cost at a probe."""
+    from .spec import COST_FIELDS
+
+    for rows, context, seqs in PROBES:
+        try:
+            values = scalar(rows, context, seqs)
+        except (ArithmeticError, ValueError, TypeError):
+            return None  # a failure is reported, located, when a run reaches it
+        for field, v in zip(COST_FIELDS, values, strict=True):
+            if not _real(v):
+                return SpecError(
+                    f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
+                    f"{mode}.{field} is {v!r} at rows={rows:g}, context={context:g}, "
+                    f"seqs={seqs:g}; a cost is a finite number >= 0: fix the rule or the "
+                    "workload's dims")
+    return None
+
+
+def _timer_problem(cost_model, origin: str, n: Node, probe, peak, bandwidth, launch,
+                   timer) -> PluginError | None:
+    """A PluginError when the cost model's time for node ``n`` at the probe costs ``probe``
+    (flops, bytes, gemms) is not a finite non-negative number, on floats and on arrays."""
+    flops, nbytes, gemms = probe
+    who = f"cost model {cost_model.name!r}" + (f" of plugin {origin!r}" if origin else "")
+    for vec in (False, True):
+        f, b, g = (np.array([flops, flops]), np.array([nbytes, nbytes]),
+                   np.array([gemms, gemms])) if vec else (flops, nbytes, gemms)
+        try:
+            out = cost_model.node_time(f, b, peak, bandwidth, launch) if timer is None \
+                else timer(f, b, g)
+        except Exception as exc:
+            return PluginError(f"{who} raised {type(exc).__name__} ({exc}) on node {n.id!r}")
+        parts = (out,) if timer is None else (out if isinstance(out, tuple) and len(out) == 2
+                                              else None)
+        if parts is None:
+            return PluginError(f"{who}: the bound time of node {n.id!r} returned {out!r}; it "
+                               "must return (seconds, compute seconds)")
+        for part in parts:
+            if isinstance(part, np.ndarray):
+                ok = vec and part.dtype.kind in "fiu" and bool(np.all(np.isfinite(part))) \
+                    and bool(np.all(part >= 0))
+            else:
+                ok = _real(part)
+            if not ok:
+                shown = repr(part)[:80]
+                return PluginError(f"{who} returned {shown} for node {n.id!r}"
+                                   f"{' on arrays' if vec else ''}: a time must be a finite "
+                                   "number of seconds >= 0")
+    return None
+
+
 def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
-               sections=("embed", "main", "head")) -> Plan:
-    """Compile ``model`` for ``roofline`` in ``mode`` over ``sections``."""
+               sections=("embed", "main", "head"), origin: str = "") -> Plan:
+    """Compile ``model`` for ``roofline`` in ``mode`` over ``sections``.
+
+    Each node's rule is evaluated once at :data:`PROBES` and a negative or non-finite cost
+    refused (SpecError naming the workload, node and rule); the cost model's time is checked
+    once per node on those costs (PluginError naming it and ``origin``, its plugin)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     fm = model.formats
@@ -235,6 +313,19 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
             timer = bind(NodeContext(node=n, op=op_kind.name, role=op_kind.role, compute=kind,
                                      mode=mode, slot=slot, peak=peak, precision=pname,
                                      roofline=roofline))
+        bad = _cost_problem(model, n, rule, mode, scalar)
+        if bad is not None:
+            raise bad
+        try:
+            v = scalar(*PROBES[0])
+            probe = (float(v[0]), float(sum(v[1:7])), float(v[7]))
+        except (ArithmeticError, ValueError, TypeError):
+            probe = None
+        if probe is not None:
+            bad = _timer_problem(cost_model, origin, n, probe, peak, roofline.bandwidth,
+                                 roofline.launch, timer)
+            if bad is not None:
+                raise bad
         link = not (_is_zero(trees[-2]) and _is_zero(trees[-1]))
         links = links or link
         nodes.append(NodePlan(node=n, count=n.count, scalar=scalar, vector=vector, slot=slot,

@@ -17,7 +17,7 @@ GEMM efficiency     ``[gemm.<slot>]``: throughput against GEMM size (:mod:`.cali
 overlap ``p``       solved from ``[mixed.<slot>]``, a GEMM where compute and memory are equal
 attention           ``[attention.<name>]``: FlashAttention throughput, for prefill
 link                ``[allreduce.<name>]``: each algorithm fitted to the ring (:mod:`.collective`)
-kernel launch       the host's ``[launch.kernel]``
+kernel launch       the device calibration's ``[launch.kernel]``, else the host's
 ==================  ==========================================================================
 
 A precision whose slot the device lacks (NVFP4 on an H100) runs at the first slot of its
@@ -71,6 +71,13 @@ class DeviceRoofline:
     link: LinkModel | None = None
     max_devices: int = 1
     provenance: Mapping[str, str] = attrs.field(factory=dict)
+
+    @property
+    def bandwidth_measured(self) -> bool:
+        """Whether the memory bandwidth is a measurement (the calibrated range of the
+        prediction intervals: a memory-bound estimate rests on it)."""
+        return self.measured and self.provenance.get("memory.bandwidth", "").startswith(
+            "calibration")
 
     def slot_for(self, precision: Precision) -> tuple[str, float, str | None]:
         """(slot, peak, note): the precision's own slot, else its first fallback present.
@@ -210,6 +217,13 @@ def _measured_link(cal, device) -> LinkModel:
     return LinkModel(models, "calibrated")
 
 
+def default_basis(device, registry=None) -> str:
+    """The one default rule of every command: ``calibrated`` where ``device`` has measured
+    constants in ``specs/calibration/``, else ``datasheet``."""
+    return "calibrated" if device_roofline(device, "calibrated", registry).measured \
+        else "datasheet"
+
+
 def device_roofline(device, basis: str = "datasheet", registry=None) -> DeviceRoofline:
     """The roofline of ``device`` on ``basis`` ("datasheet" or "calibrated"); cached per
     registry (the constants do not change while a registry lives)."""
@@ -242,8 +256,9 @@ def _build(device, basis, registry) -> DeviceRoofline:
     cal, origin = _device_calibration(registry, device)
     if cal is None:
         return attrs.evolve(sheet, name="calibrated", launch=launch, provenance=prov,
-                            basis=f"no calibration for {device.name} in specs/calibration/, "
-                            f"so {sheet.basis}{host_note}")
+                            basis=f"no calibration for {device.name} in specs/calibration/ "
+                            "(datasheet only: no measurement of it is published in the sources "
+                            f"read), so {sheet.basis}{host_note}")
     peaks = dict(sheet.peaks)
     measured_keys, sources = [], []
 
@@ -255,6 +270,10 @@ def _build(device, basis, registry) -> DeviceRoofline:
         prov[key if key != "bandwidth" else "memory.bandwidth"] = \
             f"calibration {cal.name}: {what} ({src})"
 
+    if "kernel" in cal.launch:  # measured on this device (roofkit calibrate) beats the host's
+        launch = cal.launch["kernel"].value
+        take("launch", cal.launch["kernel"], "launch.kernel")
+        prov["launch"] = f"calibration {cal.name}: launch.kernel ({cal.launch['kernel'].source})"
     bandwidth = sheet.bandwidth
     if cal.bandwidth is not None:
         bandwidth = _value(cal.bandwidth)

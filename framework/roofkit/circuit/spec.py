@@ -12,10 +12,12 @@ Syntax and the expression whitelist are checked when a file is structured
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import attrs
 
+from ..schema.fields import nonnegative, numbers
 from . import expr as _expr
 
 #: A field holding an expression: a string such as ``"2 * rows * k * n"`` or a number.
@@ -38,9 +40,18 @@ MEMORY_FIELDS = ("params", "active_params", "kv_per_token", "kv_tokens", "state_
                  "conv_state_per_seq")
 
 
+#: a dim value a template fixes or a rule defaults: as large as a workload's dims
+DIM_RANGE = nonnegative(1e15)
+
+
 def _expr_problems(path: str, text) -> list[tuple[str, str]]:
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         return [(path, f"expected an expression string or a number, got {text!r}")]
+    if isinstance(text, float) and not math.isfinite(text):
+        return [(path, f"expected a finite number, got {text!r}")]
+    if isinstance(text, int) and abs(text) > _expr.MAX_LITERAL:
+        return [(path, f"number {len(str(abs(text)))} digits long is larger than "
+                 f"{_expr.MAX_LITERAL:g}")]
     try:
         _expr.parse(text)
     except _expr.ExprError as exc:
@@ -130,7 +141,7 @@ class CircuitTemplate:
     parts: tuple[PartSpec, ...] = ()
     nodes: tuple[NodeSpec, ...] = ()
     tp_divides: tuple[str, ...] = ()
-    fixed: dict[str, float] = attrs.field(factory=dict)
+    fixed: dict[str, float] = numbers(DIM_RANGE)
     fractional: tuple[str, ...] = ()
     sources: dict[str, str] = attrs.field(factory=dict)
     notes: str = ""
@@ -221,7 +232,7 @@ class OpRule:
     decode: ModeRule
     description: str = ""
     compute: Literal["matrix", "vector"] = "vector"
-    defaults: dict[str, float] = attrs.field(factory=dict)
+    defaults: dict[str, float] = numbers(DIM_RANGE)
     let: dict[str, Expression] = attrs.field(factory=dict)
     prefill: ModeRule | None = None
     memory: MemoryRule = MemoryRule()
@@ -244,7 +255,48 @@ class OpRule:
             v = getattr(self.memory, f)
             if v is not None:
                 out += _expr_problems(f"memory.{f}", v)
+        return out or self.growth_problems()
+
+    def growth_problems(self) -> list[tuple[str, str]]:
+        """The first expression of each mode (and of the memory) whose tree, with the lets
+        it reads inlined as a plan compiles them, passes the size bound of
+        :func:`~roofkit.circuit.expr.too_big`; measured without building it."""
+        out = []
+        base: dict[str, tuple[int, int]] = {}
+        bad = _grow(self.let, base, "let")
+        if bad:
+            return [bad]
+        for mode in ("decode", "prefill"):
+            rule = getattr(self, mode)
+            if rule is None:
+                continue
+            names = dict(base)
+            bad = _grow(rule.let, names, f"{mode}.let") or _grow(
+                {f: getattr(rule, f) for f in COST_FIELDS}, dict(names), mode)
+            if bad:
+                out.append(bad)
+        bad = _grow({f: getattr(self.memory, f) for f in MEMORY_FIELDS
+                     if getattr(self.memory, f) is not None}, dict(base), "memory")
+        if bad:
+            out.append(bad)
         return out
+
+
+def _grow(table: dict, names: dict, where: str) -> tuple[str, str] | None:
+    """Measure each expression of ``table`` with the names before it inlined, adding each
+    to ``names`` (a let is read by those after it); the first one past the bound."""
+    for k, v in table.items():
+        try:
+            body = _expr.parse(v).body
+        except _expr.ExprError:
+            return None  # reported by the syntax check
+        nodes, depth = _expr.shape(body, {n: names[n] for n in _expr.parse(v).names
+                                          if n in names})
+        why = _expr.too_big(nodes, depth)
+        if why:
+            return (f"{where}.{k}", f"{k}: {why}")
+        names[k] = (nodes, depth)
+    return None
 
 
 # ---------------------------------------------------------------------------- checks
@@ -327,6 +379,18 @@ def _static_lets(lets: dict, static: set[str]) -> set[str]:
     return ok
 
 
+#: format keys that are not node roles: the fallback and the non-weight tensors
+FORMAT_KEYS = ("default", "activations", "kv", "state")
+
+
+def _unknown_role(role: str, roles) -> str:
+    from ..errors import closest
+
+    near = closest(role, roles)
+    hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+    return f"{role!r} is not a role of the template's nodes; {hint}roles: {', '.join(roles)}"
+
+
 def _unknown_msg(bad, known) -> str:
     from ..errors import closest
 
@@ -377,9 +441,12 @@ def check_circuit(template: CircuitTemplate, tables) -> list[tuple[str, str]]:
         if name not in settable:
             out.append((f"fractional[{i}]", _unknown_msg([name], settable) +
                         " (only dims a workload sets can be fractional)"))
+    roles = sorted({n.role for n in t.nodes if n.role} | set(FORMAT_KEYS))
     for role, fmt in t.formats.items():
         if precisions and fmt.lower() not in precisions:
             out.append((f"formats.{role}", f"unknown precision {fmt!r}"))
+        if role.lower() not in roles:
+            out.append((f"formats.{role}", _unknown_role(role, roles)))
     part_names = {p.name for p in t.parts}
     for i, p in enumerate(t.parts):
         for f in ("every", "offset", "first", "last", "enabled", "count"):

@@ -42,7 +42,11 @@ def _common(p, *, costed: bool = True) -> None:
                             "datasheet, roofline_calibrated on the calibrated basis")
         p.add_argument("--by", choices=("node", "op", "section"), default="node",
                        help="group the rows")
-        p.add_argument("--top", type=int, default=0, help="show only the N longest rows")
+        p.add_argument("--top", type=common.count(0), default=0,
+                       help="show only the N longest rows (0, the default: all)")
+        p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                       help="prediction interval level from out-of-sample validation "
+                            "residuals (default 0.8)")
 
 
 def register(sub) -> None:
@@ -126,8 +130,11 @@ def _memory_lines(est) -> list[str]:
 
 
 def _print_estimate(est, args, header: str) -> None:
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
     if args.json:
-        common.print_json(est.to_dict(by=args.by))
+        common.print_json(est.to_dict(by=args.by, level=level))
         return
     rows = est.by(args.by)
     total = est.time
@@ -150,6 +157,10 @@ def _print_estimate(est, args, header: str) -> None:
     print(f"total {_t(total)}  ({est.bound}-bound; memory {_t(est.memory_time)}, compute "
           f"{_t(est.compute_time)}{link}; {units.fmt(est.flops, 'compute')}, "
           f"{units.fmt(est.bytes, 'bytes')}); {est.tokens_per_second:,.0f} tokens/s")
+    iv = est.interval(level)
+    if iv is not None:
+        print(f"{100 * level:g}% interval {_t(iv.lo)} .. {_t(iv.hi)} (out-of-sample "
+              f"residuals of {iv.stratum})")
     if est.tp > 1:
         print(f"per device: one of {est.tp} tensor-parallel devices (its shard of weights, "
               "heads and KV, and its all-reduces)")

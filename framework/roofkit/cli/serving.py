@@ -37,6 +37,9 @@ def register(sub) -> None:
                    help="with --max-load: at most N requests in flight")
     p.add_argument("--require-fit", action="store_true",
                    help="exit 2 when weights and KV do not fit in device memory")
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help="prediction interval level from out-of-sample validation residuals "
+                        "(default 0.8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_serve)
 
@@ -46,9 +49,10 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
-    p.add_argument("--kind", choices=("load",), default=None,
-                   help="load: the serving-under-load cases of specs/load_cases, predicted "
-                        "by the simulator")
+    p.add_argument("--kind", choices=("serving", "training", "load"), default="serving",
+                   help="serving (specs/validation), training (specs/training) or load (the "
+                        "serving-under-load cases of specs/load_cases, predicted by the "
+                        "simulator)")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
                    help="with --kind load: only this case (repeatable)")
     p.set_defaults(func=cmd_validate)
@@ -66,7 +70,7 @@ def cmd_serve(args) -> int:
     if args.max_load and args.batch is not None:
         raise RoofkitError("--max-load sizes the batch from the KV cache; drop --batch "
                            "(cap the requests in flight with --max-requests N)")
-    if not args.max_load and (args.admission or args.max_requests):
+    if not args.max_load and (args.admission or args.max_requests is not None):
         raise RoofkitError("--admission and --max-requests belong to --max-load; add "
                            "--max-load, or set the batch with --batch B")
     if args.max_load:
@@ -80,12 +84,14 @@ def cmd_serve(args) -> int:
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
-                    engine=args.engine,
-                    require_fit=args.require_fit)
-    data = est.to_dict()
+                    engine=args.engine)
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
+    data = est.to_dict(level=level)
     if args.json:
         common.print_json(data)
-        return 0
+        return _enforce_fit(args, est)
     tp = f"{est.tp} x " if est.tp > 1 else ""
     print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
           f"{est.output_len} out, weights {est.precision} ({est.slot} slot), "
@@ -107,10 +113,30 @@ def cmd_serve(args) -> int:
          f"{est.input_len + est.output_len}: {data['max_batch']}"],
     ]
     print(common.table(rows, ["", "estimate"], "lr"))
+    ivs = data["intervals"]
+    if ivs:
+        print(f"\n{100 * level:g}% intervals (out-of-sample validation residuals):")
+        for name, iv in ivs.items():
+            print(f"  {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} ({iv['stratum']})")
     print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
-    return 0
+    return _enforce_fit(args, est)
+
+
+def _enforce_fit(args, est) -> int:
+    """``--require-fit``: exit 2 when weights and KV do not fit, after the estimate is
+    printed (text or JSON, as ``solve --enforce-fit`` and ``fit --enforce`` do)."""
+    if not args.require_fit or est.fits:
+        return 0
+    import sys
+
+    print(f"roofkit: does not fit (--require-fit, exit 2): {est.workload} at batch "
+          f"{est.batch}, context {est.fit_context} needs "
+          f"{units.fmt(est.memory_per_device, 'bytes')} per device; {est.device} has "
+          f"{units.fmt(est.usable_memory, 'bytes')} usable (largest batch that fits: "
+          f"{est.max_batch()})", file=sys.stderr)
+    return 2
 
 
 def _num(v) -> str:
@@ -135,22 +161,35 @@ def _first_sentence(text: str) -> str:
 
 def _markdown(report) -> str:
     """The validation report as Markdown: the scored cases, the summary, the rest."""
-    from ..serving.validation import OTHER, SCORED
+    from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED
 
     def row(c, *extra):
         cells = [f"`{c.name}`", c.metric, c.config, _num(c.measured),
                  _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
-                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")), *extra]
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")),
+                 _err(c.error(LOSO)), *extra]
         return "| " + " | ".join(cells) + " |"
 
-    head = "| case | metric | config | measured | datasheet | error | calibrated | error |"
-    rule = "|---|---|---|---:|---:|---:|---:|---:|"
+    head = ("| case | metric | config | measured | datasheet | error | calibrated | error | "
+            "LOSO error |")
+    rule = "|---|---|---|---:|---:|---:|---:|---:|---:|"
     scored = [c for c in report.cases if c.group == SCORED]
     lines = [f"Scored: {len(scored)} {SCORED} cases.", "", head, rule]
     lines += [row(c) for c in scored]
     lines += ["", "| basis | median abs error | max abs error |", "|---|---:|---:|"]
-    for basis in ("datasheet", "calibrated"):
-        lines.append(f"| {basis} | {_pct(report.median(basis))} | {_pct(report.max(basis))} |")
+    for basis in ("datasheet", "calibrated", LOSO):
+        label = "calibrated, leave-one-source-out" if basis == LOSO else basis
+        lines.append(f"| {label} | {_pct(report.median(basis))} | {_pct(report.max(basis))} |")
+    for by in BREAKDOWNS:
+        lines += ["", f"| {by} | cases | calibrated median | max | LOSO median | max |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r[by]} | {r['cases']} | {_pct(r['calibrated_median_abs_error'])} | "
+                  f"{_pct(r['calibrated_max_abs_error'])} | {_pct(r['loso_median_abs_error'])} "
+                  f"| {_pct(r['loso_max_abs_error'])} |" for r in report.breakdown(by)]
+    lines += ["", *[f"- {line}" for line in _coverage_lines(report)]]
+    lines += ["", "| calibration constant | origin | leave-one-source-out |", "|---|---|---|"]
+    lines += [f"| `{s['constant']}` | {s['origin']} | {s['statement']} |"
+              for s in report.independence]
     other = [c for c in report.cases if c.group == OTHER]
     if other:
         lines += ["", f"Listed, not scored: {len(other)} cases.", "",
@@ -160,7 +199,11 @@ def _markdown(report) -> str:
 
 
 def cmd_validate(args) -> int:
-    from ..serving.validation import OTHER, SCORED, run
+    if getattr(args, "kind", "serving") == "training":
+        from .fleet import cmd_validate_training
+
+        return cmd_validate_training(args)
+    from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED, run
 
     reg = common.registry(args)
     if args.kind == "load":
@@ -174,7 +217,8 @@ def cmd_validate(args) -> int:
     if args.markdown:
         print(_markdown(report))
         return 0
-    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err",
+               "loso err"]
     for group in (SCORED, OTHER):
         cases = [c for c in report.cases if c.group == group]
         if not cases:
@@ -182,16 +226,47 @@ def cmd_validate(args) -> int:
         print(f"{group} ({len(cases)} cases)")
         rows = [[c.name, c.metric, c.config, _num(c.measured),
                  _num(c.predicted.get("datasheet")), _err(c.error("datasheet")),
-                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated"))]
+                 _num(c.predicted.get("calibrated")), _err(c.error("calibrated")),
+                 _err(c.error(LOSO))]
                 for c in cases]
-        print(common.table(rows, headers, "lllrrrrr"))
+        print(common.table(rows, headers, "lllrrrrrr"))
         if group == OTHER:
             for c in cases:
                 print(f"  {c.name}: {c.reason}")
         print()
-    print("error = (predicted - measured) / measured")
-    for basis in ("datasheet", "calibrated"):
+    for by in BREAKDOWNS:
+        rows = [[r[by], r["cases"], _pct(r["calibrated_median_abs_error"]),
+                 _pct(r["calibrated_max_abs_error"]), _pct(r["loso_median_abs_error"]),
+                 _pct(r["loso_max_abs_error"])] for r in report.breakdown(by)]
+        print(common.table(rows, [by, "cases", "calibrated median", "max", "loso median",
+                                  "max"], "lrrrrr"))
+        print()
+    removed = [s for s in report.independence if s["cases_removed_for"]]
+    print(f"leave-one-source-out: {len(report.independence) - len(removed)} calibration "
+          "constants come from origins no scored case has (independent); removed for the "
+          "cases of their own origin:")
+    for s in removed:
+        print(f"  {s['constant']}: {s['statement']}")
+    print()
+    print("error = (predicted - measured) / measured; loso: calibrated, each case without the "
+          "calibration constants of its own source")
+    for basis in ("datasheet", "calibrated", LOSO):
         n = len(report.errors(basis))
         print(f"{basis:>10}: median |error| {_pct(report.median(basis))}, max |error| "
               f"{_pct(report.max(basis))} over {n} {SCORED} cases")
+    print()
+    for line in _coverage_lines(report):
+        print(line)
     return 0
+
+
+def _coverage_lines(report) -> list[str]:
+    out = []
+    for level in (0.8, 0.9):
+        for leave_out in ("case", "source"):
+            c = report.coverage(level, leave_out)
+            out.append(f"{100 * level:g}% intervals, leave one {leave_out} out: cover "
+                       f"{_pct(c['covered'])} of {c['cases']} cases (calibrated range "
+                       f"{_pct(c['inside']['covered'])} of {c['inside']['cases']}, outside "
+                       f"{_pct(c['outside']['covered'])} of {c['outside']['cases']})")
+    return out

@@ -26,16 +26,20 @@ from ..schema.common import (
     sourced_paths,
     table,
 )
-from ..schema.fields import count, fraction, quantity
+from ..schema.fields import count, fraction, number, positive, quantity
+
+#: devices of one cluster: ~5x the largest published training cluster (xAI Colossus, 200k
+#: GPUs in 2025)
+MAX_DEVICES = 1_000_000
 
 
 @attrs.frozen
 class ScaleUp:
     """The scale-up domain: ``size`` devices, each with ``bandwidth`` per direction."""
 
-    size: int = count()
+    size: int = count(maximum=MAX_DEVICES)
     bandwidth: float = quantity("bandwidth")
-    latency: float = quantity("time")
+    latency: float = quantity("time", high=1.0)
     name: str = attrs.field(default="", kw_only=True)
     topology: str = attrs.field(default="switch", kw_only=True)  # switch | mesh | torus
 
@@ -45,7 +49,7 @@ class ScaleOut:
     """The network between scale-up domains: per-device NIC bandwidth per direction."""
 
     bandwidth: float = quantity("bandwidth")
-    latency: float = quantity("time")
+    latency: float = quantity("time", high=1.0)
     name: str = attrs.field(default="", kw_only=True)
     topology: str = attrs.field(default="rail-optimised fat tree", kw_only=True)
     oversubscription: float = fraction(default=1.0, low=1.0, high=64.0, low_open=False)
@@ -58,14 +62,15 @@ class Cluster:
     name: str = attrs.field(validator=check_key)
     display_name: str
     device: str
-    devices_per_node: int = count()
-    nodes: int = count()
+    devices_per_node: int = count(maximum=MAX_DEVICES)
+    nodes: int = count(maximum=MAX_DEVICES)
     scale_up: ScaleUp
     sources: dict[str, str]
     provenance: dict[str, str]
     scale_out: ScaleOut | None = None
     node_power: float | None = quantity("power", default=None)
-    price_per_device_hour: float | None = attrs.field(default=None, kw_only=True)
+    #: US dollars; 1e4 is ~1000x an on-demand H100 hour
+    price_per_device_hour: float | None = number(positive(1e4), default=None)
     aliases: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     notes: str = attrs.field(default="", kw_only=True)
 

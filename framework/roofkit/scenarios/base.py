@@ -30,11 +30,17 @@ import attrs
 
 from .. import units
 from ..errors import SpecError, closest
+from ..schema.fields import PLAUSIBLE, Range
 
 _KEY = "roofkit"
 
+#: the largest count input unless its declaration says more (a trillion items, steps...)
+MAX_COUNT = 10**12
+
 #: display units a quantity input may name, with the SI factor (as a decimal string)
 UNIT_FACTORS: dict[str, str] = {"ns": "1e-9", "us": "1e-6", "ms": "1e-3", "s": "1", "1/s": "1"}
+#: the dimensions a scenario's quantity input may have (its display units are above)
+INPUT_DIMENSIONS = ("time", "rate")
 
 
 class SIValue(float):
@@ -49,23 +55,38 @@ class _Bad(Exception):
     """One input's problem (the message; the caller knows the name)."""
 
 
-def quantity_input(dimension: str, unit: str, *, default=attrs.NOTHING, doc: str = ""):
-    """A positive time or rate input, public as a Quantity in ``unit``, stored as SI float.
+def quantity_input(dimension: str, unit: str, *, default=attrs.NOTHING, doc: str = "",
+                   high: float | None = None):
+    """A positive time or rate input, public as a Quantity in ``unit``, stored as SI float,
+    at most ``high`` (SI; the dimension's plausible bound by default).
 
     Declare it on a private name (``_dispatch``); the keyword argument and the public
     Quantity property drop the underscore (``dispatch``).
     """
-    if dimension not in units.DIMENSIONS:
-        raise ValueError(f"unknown dimension {dimension!r}")
-    if unit not in UNIT_FACTORS:
-        raise ValueError(f"unknown display unit {unit!r}; one of {', '.join(UNIT_FACTORS)}")
-    meta = {_KEY: {"dimension": dimension, "unit": unit, "doc": doc, "input": True}}
+    if dimension not in INPUT_DIMENSIONS or unit not in UNIT_FACTORS:
+        import sys
+
+        from ..errors import PluginError
+
+        where = sys._getframe(1).f_globals.get("__name__", "?")  # the declaring module
+        if dimension not in INPUT_DIMENSIONS:
+            what = (f"unknown dimension {dimension!r}; scenario inputs take "
+                    f"{' or '.join(map(repr, INPUT_DIMENSIONS))}")
+        else:
+            what = f"unknown display unit {unit!r}; one of {', '.join(UNIT_FACTORS)}"
+        raise PluginError(f"a scenario input declared in module {where!r} (a scenario kind's "
+                          f"plugin) has an {what}")
+    rng = Range(0.0, PLAUSIBLE[dimension] if high is None else high, low_open=True)
+    meta = {_KEY: {"dimension": dimension, "unit": unit, "doc": doc, "input": True,
+                   "range": rng}}
     return attrs.field(default=default, kw_only=True, metadata=meta)
 
 
-def count_input(*, default=attrs.NOTHING, doc: str = ""):
-    """An integer count input, at least 1 (``None`` allowed when that is the default)."""
-    meta = {_KEY: {"count": True, "minimum": 1, "doc": doc, "input": True}}
+def count_input(*, default=attrs.NOTHING, doc: str = "", maximum: int = MAX_COUNT):
+    """An integer count input from 1 to ``maximum`` (``None`` allowed when that is the
+    default)."""
+    meta = {_KEY: {"count": True, "minimum": 1, "doc": doc, "input": True,
+                   "range": Range(1, maximum, integer=True)}}
     return attrs.field(default=default, kw_only=True, metadata=meta)
 
 
@@ -141,8 +162,11 @@ def _to_quantity_si(meta: dict, value) -> float:
         out = _from_quantity(value, dim)
     else:
         raise _Bad(f"expected a {dim} such as {example}, got {value!r} ({type(value).__name__})")
-    if not math.isfinite(out) or out <= 0:
-        raise _Bad(f"must be positive and finite, got {value!r}")
+    rng = meta.get("range") or Range(0.0, PLAUSIBLE[dim], low_open=True)
+    bad = rng.problem(out, f"{value!r}" + (f" (read as {units.fmt(out, dim)})"
+                                           if math.isfinite(out) else ""), dim)
+    if bad:
+        raise _Bad(bad)
     return SIValue(out)
 
 
@@ -155,8 +179,11 @@ def _to_count(meta: dict, value) -> int:
             hint = f"; write {value.strip()} without quotes"
         raise _Bad(f"expected an integer, got {value!r}{hint}")
     value = int(value)
-    if value < meta.get("minimum", 1):
-        raise _Bad(f"must be an integer >= {meta.get('minimum', 1)}, got {value}")
+    rng = meta.get("range") or Range(meta.get("minimum", 1), MAX_COUNT, integer=True)
+    digits = len(str(abs(value)))
+    bad = rng.problem(value, f"{value}" if digits <= 30 else f"an integer of {digits} digits")
+    if bad:
+        raise _Bad(bad)
     return value
 
 

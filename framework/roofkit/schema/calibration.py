@@ -5,7 +5,9 @@ bandwidth, matrix throughput per compute slot and its dependence on GEMM size, a
 throughput, all-reduce latency and bus bandwidth) or the host (``device`` left out: kernel
 launch cost, per-step engine overheads). Every number is a :class:`Measured` table that
 carries the URL it was read from, where in that source, and notes; nothing is typed
-without one. The circuit's ``calibrated`` basis (``roofkit.circuit.roofline``, and so
+without one. A file written by ``roofkit calibrate`` measured here: its sources say
+``roofkit calibrate ...`` and its ``[provenance]`` records the command, date, host, backend
+and library versions. The circuit's ``calibrated`` basis (``roofkit.circuit.roofline``, and so
 ``roofkit.serve`` and ``roofkit.sweep``) reads these; the ``datasheet``
 basis never does.
 """
@@ -17,21 +19,17 @@ import re
 import attrs
 
 from .common import check_key
-from .fields import quantity
+from .device import SLOTS
+from .fields import count, keyed, number, positive, quantities, quantity
+
+#: bytes per element of a GEMM operand: up to fp64's 8
+ELEMENT_BYTES = positive(8.0)
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*$")
 _URL = re.compile(r"^https?://\S+$")
-
-
-def _mapping(dimension: str) -> dict:
-    """Field metadata for a table of ``key = "<number> <unit>"`` entries, each parsed to an
-    SI float by the spec converter."""
-    return {"roofkit": {"dimension": dimension, "mapping": True}}
-
-
-_TIMES = _mapping("time")
-_BANDWIDTHS = _mapping("bandwidth")
-_THROUGHPUTS = _mapping("throughput")
+_LOCAL = re.compile(r"^roofkit calibrate\b")
+#: what a calibration measured by ``roofkit calibrate`` records about its run
+LOCAL_PROVENANCE = ("command", "date", "host", "backend", "versions")
 
 
 @attrs.frozen
@@ -61,7 +59,7 @@ class MeasuredThroughput(Measured):
 class MeasuredTime(Measured):
     """A measured time, e.g. the host cost of one kernel launch."""
 
-    value: float = quantity("time")
+    value: float = quantity("time", high=1.0)
 
 
 @attrs.frozen
@@ -72,7 +70,7 @@ class GemmSweep(Measured):
     interpolated in log FLOPs and held flat outside the measured range.
     """
 
-    throughput: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_THROUGHPUTS)
+    throughput: dict[str, float] = quantities("throughput")
 
     def points(self) -> list[tuple[float, float]]:
         """``(flops of one GEMM, measured FLOP/s)`` sorted by FLOPs."""
@@ -95,9 +93,9 @@ class MixedGemm(Measured):
 
     shape: str = ""
     throughput: float = quantity("throughput")
-    a_bytes: float = attrs.field(default=2.0, kw_only=True)
-    b_bytes: float = attrs.field(default=2.0, kw_only=True)
-    c_bytes: float = attrs.field(default=2.0, kw_only=True)
+    a_bytes: float = number(ELEMENT_BYTES, default=2.0)
+    b_bytes: float = number(ELEMENT_BYTES, default=2.0)
+    c_bytes: float = number(ELEMENT_BYTES, default=2.0)
 
     def dims(self) -> tuple[float, float, float] | None:
         m = _SHAPE.match(self.shape)
@@ -111,11 +109,9 @@ class AllReduceMeasurement(Measured):
     nccl-tests bus bandwidth (``bus_bandwidth``, busbw = algbw * 2(n-1)/n) per size."""
 
     algorithm: str = ""
-    devices: int = attrs.field(default=2, kw_only=True,
-                               metadata={"roofkit": {"minimum": 2}})
-    time: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_TIMES)
-    bus_bandwidth: dict[str, float] = attrs.field(factory=dict, kw_only=True,
-                                                 metadata=_BANDWIDTHS)
+    devices: int = count(default=2, minimum=2, maximum=100_000)
+    time: dict[str, float] = quantities("time")
+    bus_bandwidth: dict[str, float] = quantities("bandwidth")
 
     def points(self) -> list[tuple[float, float]]:
         """``(message bytes, seconds)`` sorted by size; bus bandwidth read as
@@ -132,7 +128,7 @@ class StepTable:
     """One component of an engine's per-step host time, measured at several batch sizes
     (``"8" = "0.165 ms"``)."""
 
-    by_batch: dict[str, float] = attrs.field(factory=dict, kw_only=True, metadata=_TIMES)
+    by_batch: dict[str, float] = quantities("time")
     where: str = ""
 
 
@@ -153,15 +149,18 @@ class Calibration:
     display_name: str = ""
     device: str | None = None
     bandwidth: MeasuredBandwidth | None = None
-    compute: dict[str, MeasuredThroughput] = attrs.field(factory=dict)
-    gemm: dict[str, GemmSweep] = attrs.field(factory=dict)
-    mixed: dict[str, MixedGemm] = attrs.field(factory=dict)
+    compute: dict[str, MeasuredThroughput] = keyed(keys=SLOTS, closed=True)
+    gemm: dict[str, GemmSweep] = keyed(keys=SLOTS, closed=True)
+    mixed: dict[str, MixedGemm] = keyed(keys=SLOTS, closed=True)
     attention: dict[str, MeasuredThroughput] = attrs.field(factory=dict)
     allreduce: dict[str, AllReduceMeasurement] = attrs.field(factory=dict)
     host_link: dict[str, MeasuredBandwidth] = attrs.field(factory=dict)
-    launch: dict[str, MeasuredTime] = attrs.field(factory=dict)
+    #: the estimator reads ``kernel`` (one launch) and ``kernel_sync`` (a launch the host
+    #: waits on); other names record measurements it does not use
+    launch: dict[str, MeasuredTime] = keyed(keys=("kernel", "kernel_sync"))
     engines: dict[str, EngineProfile] = attrs.field(factory=dict)
     notes: str = ""
+    provenance: dict[str, str] = attrs.field(factory=dict)  # a measurement made here
 
     def measurements(self) -> list[tuple[str, Measured]]:
         """Every measured table with its key path (``compute.bf16``, ``engines.vllm``…)."""
@@ -175,13 +174,17 @@ class Calibration:
 
     def problems(self) -> list[tuple[str, str]]:
         """Cross-field checks: every measurement cites a URL; shapes and keys parse."""
-        from .device import SLOTS
-
         out = []
+        local = [k for k in LOCAL_PROVENANCE if not str(self.provenance.get(k, "")).strip()]
         for path, m in self.measurements():
-            if not _URL.match(m.source.strip()):
-                out.append((f"{path}.source", f"a measurement needs the URL it was read from, "
-                            f"got {m.source!r}"))
+            src = m.source.strip()
+            if _LOCAL.match(src):
+                if local:
+                    out.append((f"{path}.source", f"{src!r} is a measurement made here: the "
+                                f"file's [provenance] needs {', '.join(local)}"))
+            elif not _URL.match(src):
+                out.append((f"{path}.source", f"a measurement needs the URL it was read from "
+                            f"(or 'roofkit calibrate' with a [provenance] table), got {src!r}"))
         for table in ("compute", "gemm", "mixed"):
             for slot in getattr(self, table):
                 if slot not in SLOTS:

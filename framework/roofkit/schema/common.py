@@ -7,6 +7,7 @@ same messages back the attrs validators that guard specs built in code.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -172,10 +173,30 @@ def provenance_problems(spec, numeric_paths: list[str]) -> list[tuple[str, str]]
         problems.append((f"provenance.{path}",
                          f"{entry!r} names no key of [sources] ({known}) and does not start "
                          "with 'derived:' or 'assumption:'"))
+    numbered = set(numeric_paths)
     for path in prov:
-        head = path.split(".")[0]
-        value = get(head)
-        if value is None or value == {} or value == () or value == []:
-            problems.append((f"provenance.{path}",
-                             f"provenance for {path!r}, which the spec does not set"))
+        if path in numbered or _sets(get, path):
+            continue
+        # a note on a table the spec sets ("dims.flags": what the template fixes) stands,
+        # unless it is a near miss of a number the spec sets ("memory.capacty")
+        near = difflib.get_close_matches(path, numbered, n=3, cutoff=0.85)
+        if _sets(get, path.split(".")[0]) and not near:
+            continue
+        hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+        problems.append((f"provenance.{path}",
+                         f"provenance for {path!r}, which the spec does not set{hint}"))
     return problems
+
+
+def _sets(get, path: str) -> bool:
+    """Whether the spec sets ``path`` (``memory.capacity``, or a whole table ``dims``)."""
+    head, *rest = path.split(".")
+    value = get(head)
+    for part in rest:
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif attrs.has(type(value)):
+            value = getattr(value, part, None)
+        else:
+            return False
+    return not (value is None or value == {} or value == () or value == [])

@@ -19,7 +19,7 @@ from .common import (
     symbol_from,
     table,
 )
-from .fields import fraction, quantity
+from .fields import count, fraction, quantities, quantity
 
 Category = Literal["cloud", "workstation", "mobile", "edge", "tiny"]
 CATEGORIES = ("cloud", "workstation", "mobile", "edge", "tiny")
@@ -59,8 +59,9 @@ class Interconnect:
 
     bandwidth: float = quantity("bandwidth")
     name: str = attrs.field(default="", kw_only=True)
-    latency: float | None = quantity("time", default=None)
-    max_devices: int = attrs.field(default=1, kw_only=True)
+    latency: float | None = quantity("time", default=None, high=1.0)
+    #: 100,000: ~10x the largest single-interconnect domain published (TPU v5p pod, 8,960)
+    max_devices: int = count(default=1, maximum=100_000)
 
 
 @attrs.frozen
@@ -72,9 +73,9 @@ class Power:
 class Overheads:
     """Fixed time terms: per-step dispatch, per-layer tax, per-kernel launch."""
 
-    dispatch: float = quantity("time", nonnegative=True)
-    layer: float = quantity("time", nonnegative=True)
-    launch: float = quantity("time", nonnegative=True, default=0.0)
+    dispatch: float = quantity("time", nonnegative=True, high=1.0)
+    layer: float = quantity("time", nonnegative=True, high=1.0)
+    launch: float = quantity("time", nonnegative=True, default=0.0, high=1.0)
 
 
 @attrs.frozen
@@ -85,8 +86,7 @@ class Device:
     name: str = attrs.field(validator=check_key)
     display_name: str
     category: Category
-    compute: dict[str, float] = attrs.field(metadata={"roofkit": {"dimension": "throughput",
-                                                                   "mapping": True}})
+    compute: dict[str, float] = quantities("throughput", required=True)
     memory: Memory
     overheads: Overheads
     sources: dict[str, str]
@@ -95,9 +95,8 @@ class Device:
     vendor: str = ""
     aliases: tuple[str, ...] = ()
     symbol: str | None = attrs.field(default=None, validator=check_symbol)
-    year: int | None = None
-    compute_sparse: dict[str, float] = attrs.field(
-        factory=dict, metadata={"roofkit": {"dimension": "throughput", "mapping": True}})
+    year: int | None = count(default=None, minimum=1940, maximum=2100)
+    compute_sparse: dict[str, float] = quantities("throughput")
     sram: Tier | None = None
     flash: Tier | None = None
     host_link: HostLink | None = None

@@ -17,7 +17,7 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import quantity
+from .fields import MAX_COUNT, count, counts, quantities, quantity
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve"]
@@ -29,10 +29,6 @@ POLICIES = {
     "decode-first": "every running sequence decodes each step; waiting prompts fill the "
                     "token budget left over (vLLM's chunked-prefill scheduler)",
 }
-
-
-def _times() -> dict:
-    return {"roofkit": {"dimension": "time", "mapping": True}}
 
 
 @attrs.frozen
@@ -50,8 +46,8 @@ class LargeDevice:
     (vLLM: 70 GiB and not an A100), except the devices listed."""
 
     min_memory: float = quantity("bytes")
-    max_num_seqs: int
-    max_num_batched_tokens: int
+    max_num_seqs: int = count()
+    max_num_batched_tokens: int = count(maximum=100 * MAX_COUNT)
     except_devices: list[str] = attrs.field(factory=list)
 
 
@@ -59,12 +55,12 @@ class LargeDevice:
 class SchedulerDefaults(Cited):
     """The scheduler's defaults: sequences and tokens per step, chunking, policy, KV paging."""
 
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = count(default=256)
+    max_num_batched_tokens: int = count(default=8192, maximum=100 * MAX_COUNT)
     chunked_prefill: bool = True
     mixed_batches: bool = True  # prefill chunks and decode rows share one step
     policy: Policy = "decode-first"
-    block_size: int = 16  # tokens per KV block
+    block_size: int = count(default=16, maximum=4096, doc="tokens per KV block")
     admission: Admission = "grow"
     preemption: Literal["recompute"] = "recompute"
     large_device: LargeDevice | None = None
@@ -76,7 +72,7 @@ class CudaGraphs(Cited):
     captured size and replays it with one launch; beyond the largest it launches every
     kernel. Empty: no graphs."""
 
-    batch_sizes: list[int] = attrs.field(factory=list)
+    batch_sizes: list[int] = counts()
 
 
 @attrs.frozen
@@ -86,7 +82,7 @@ class HostOverhead(Cited):
     profile of the host calibration (``calibration = "vllm"``). ``overlap``: the engine
     prepares the next step while the device runs this one (step = max(device, host))."""
 
-    by_batch: dict[str, float] = attrs.field(factory=dict, metadata=_times())
+    by_batch: dict[str, float] = quantities("time")
     calibration: str = ""
     overlap: bool = False
 

@@ -10,6 +10,7 @@ from typing import Literal
 import attrs
 
 from .common import check_key
+from .fields import count, number, positive
 
 Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
                  "requests_per_s"]
@@ -37,16 +38,16 @@ class LoadConfig:
     profile_note: str = ""
     precision: str | None = None
     kv_dtype: str | None = None
-    tp: int = 1
-    dp: int = 1
-    concurrency: int | None = None
-    rate: float | None = None
-    input_len: int = 128
-    output_len: int = 128
-    requests: int | None = None
+    tp: int = count(default=1, maximum=100_000)
+    dp: int = count(default=1, maximum=100_000)
+    concurrency: int | None = count(default=None)
+    rate: float | None = number(positive(1e9), default=None, doc="requests per second")
+    input_len: int = count(default=128, maximum=10**8)
+    output_len: int = count(default=128, maximum=10**8)
+    requests: int | None = count(default=None, maximum=10**8)
     disagg: str = ""
-    max_num_seqs: int | None = None
-    max_batched_tokens: int | None = None
+    max_num_seqs: int | None = count(default=None)
+    max_batched_tokens: int | None = count(default=None, maximum=10**8)
     throughput_basis: Literal["total", "per_gpu", ""] = ""
 
 
@@ -58,7 +59,7 @@ class LoadCase:
     workload: str
     device: str
     metric: Metric
-    value: float
+    value: float = number(positive(1e12))
     config: LoadConfig
     source: LoadSource
     statistic: Statistic = "mean"

@@ -13,7 +13,9 @@ from typing import Literal
 
 import attrs
 
+from ..errors import closest
 from .common import check_key
+from .fields import count, number, positive
 
 Kind = Literal["serving", "throughput", "kernel", "training"]
 Metric = Literal["ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s", "kernel_ms", "step_s",
@@ -36,6 +38,14 @@ METRICS = {
 
 _URL = re.compile(r"^https?://\S+$")
 
+#: devices of one run: ~6x the largest published training run (Llama 3 405B: 16,384 GPUs)
+MAX_DEVICES = 100_000
+#: sequences of one batch or run, and tokens of one sequence: 10M is ~10x the longest
+#: context a published serving benchmark uses (1M tokens)
+MAX_BATCH = 10_000_000
+MAX_TOKENS = 100_000_000
+MAX_REQUESTS = 100_000_000
+
 
 @attrs.frozen
 class CaseSource:
@@ -57,15 +67,15 @@ class CaseConfig:
     precision: str | None = None
     precision_note: str = ""
     kv_dtype: str | None = None
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    gpus: int = 1
-    batch: int | None = None
-    concurrency: int | None = None
-    input_len: int | None = None
-    output_len: int | None = None
-    tokens: int | None = None
+    tp: int = count(default=1, maximum=MAX_DEVICES)
+    pp: int = count(default=1, maximum=MAX_DEVICES)
+    dp: int = count(default=1, maximum=MAX_DEVICES)
+    gpus: int = count(default=1, maximum=MAX_DEVICES)
+    batch: int | None = count(default=None, maximum=MAX_BATCH)
+    concurrency: int | None = count(default=None, maximum=MAX_BATCH)
+    input_len: int | None = count(default=None, maximum=MAX_TOKENS)
+    output_len: int | None = count(default=None, maximum=MAX_TOKENS)
+    tokens: int | None = count(default=None, maximum=MAX_TOKENS)
     node: str = ""
     op: str = ""
     batching: Batching = ""
@@ -73,17 +83,17 @@ class CaseConfig:
     kv_admission: Admission = ""
     kv_admission_note: str = ""
     throughput_basis: ThroughputBasis = ""
-    num_requests: int | None = None
+    num_requests: int | None = count(default=None, maximum=MAX_REQUESTS)
     benchmark: str = ""
     scenario: str = ""
     dataset: str = ""
     model: str = ""
     model_checkpoint: str = ""
     power_limit: str = ""
-    global_batch: int | None = None
-    micro_batch: int | None = None
-    seq_len: int | None = None
-    pipeline_interleaving: int | None = None
+    global_batch: int | None = count(default=None, maximum=MAX_REQUESTS)
+    micro_batch: int | None = count(default=None, maximum=MAX_BATCH)
+    seq_len: int | None = count(default=None, maximum=MAX_TOKENS)
+    pipeline_interleaving: int | None = count(default=None, maximum=1000)
     activation_recompute: str = ""
     sequence_parallel: bool | None = None
 
@@ -103,8 +113,9 @@ class ValidationCase:
     workload: str
     device: str
     metric: Metric
-    value: float
     config: CaseConfig
+    #: a measured figure: positive; 1e12 bounds every metric's unit (ms, tokens/s, s)
+    value: float = number(positive(1e12))
     source: CaseSource
     workload_note: str = ""
     not_predicted: str = ""
@@ -122,8 +133,10 @@ class ValidationCase:
         if not _URL.match(self.source.url.strip()):
             out.append(("source.url", f"a case needs the URL it was read from, got "
                         f"{self.source.url!r}"))
-        if self.value <= 0:
+        if not self.value > 0:
             out.append(("value", f"a measured value must be positive, got {self.value}"))
+        if self.metric == "mfu" and self.value > 1:
+            out.append(("value", f"an mfu is a fraction in (0, 1], got {self.value}"))
         c = self.config
         for f in ("tp", "pp", "dp", "gpus"):
             if getattr(c, f) < 1:
@@ -149,6 +162,16 @@ def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
         name = getattr(case, field)
         if cat is not None and name not in cat and not case.not_predicted:
             out.append((field, f"unknown {field} {name!r} (not in the {table} catalogue)"))
+    cals = tables.get("calibration")
+    runtime = case.config.runtime
+    if runtime and cals is not None:
+        engines = sorted({e for key in cals if getattr(cals[key], "device", "") is None
+                          for e in cals[key].engines})
+        if runtime not in engines:
+            near = closest(runtime, engines)
+            hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
+            out.append(("config.runtime", f"runtime {runtime!r} names no engine profile of the "
+                        f"host calibration; {hint}profiles: {', '.join(engines) or 'none'}"))
     precisions = tables.get("precisions", {})
     for f in ("precision", "kv_dtype"):
         v = getattr(case.config, f)

@@ -17,7 +17,16 @@ from .common import (
     symbol_from,
     table,
 )
-from .fields import count, quantity
+from .fields import Range, count, nonnegative, number, numbers, positive, quantity
+
+#: 1e16 parameters: ~6,000x the largest published model (Switch-C, 1.6T; Fedus et al. 2021)
+MAX_PARAMS = 1e16
+#: 100,000 layers: ~800x the deepest published LLM (Llama 3.1 405B's config.json,
+#: num_hidden_layers = 126)
+MAX_LAYERS = 100_000
+LAYERS = Range(1, MAX_LAYERS)
+#: the largest architecture dim (hidden, vocab, experts...): sizes stay exact in a float
+MAX_DIM = 1e15
 
 Domain = Literal["language", "vision", "speech", "audio", "tiny", "multimodal"]
 
@@ -26,9 +35,9 @@ Domain = Literal["language", "vision", "speech", "audio", "tiny", "multimodal"]
 class Generic:
     """A workload without a circuit template: declared parameters and forward FLOPs."""
 
-    params: float
+    params: float = number(positive(MAX_PARAMS))
     flops_per_sample: float = quantity("compute")
-    layers: int = count()
+    layers: int = count(maximum=MAX_LAYERS)
     sample: str = attrs.field(default="sample", kw_only=True)
 
 
@@ -36,8 +45,8 @@ class Generic:
 class Published:
     """Publisher-stated counts, kept only to check the derived ones."""
 
-    params: float | None = None
-    active_params: float | None = None
+    params: float | None = number(positive(MAX_PARAMS), default=None)
+    active_params: float | None = number(positive(MAX_PARAMS), default=None)
 
 
 @attrs.frozen
@@ -52,7 +61,7 @@ class Workload:
     aliases: tuple[str, ...] = ()
     symbol: str | None = attrs.field(default=None, validator=check_symbol)
     template: str | None = None
-    dims: dict[str, float] = attrs.field(factory=dict)
+    dims: dict[str, float] = numbers(nonnegative(MAX_DIM), limits={"layers": LAYERS})
     formats: dict[str, str] = attrs.field(factory=dict)
     generic: Generic | None = None
     published: Published = Published()

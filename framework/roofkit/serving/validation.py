@@ -22,10 +22,14 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError, SpecError
+from ..results import Headline, Result
 from .estimate import configure, estimate, max_load
 
 SCORED = "single-node inference"
 OTHER = "other"
+LOSO = "loso"  # the calibrated basis, each source scored without its own constants
+#: what a breakdown can group the scored cases by
+BREAKDOWNS = ("metric", "engine", "device_class")
 
 
 @attrs.frozen
@@ -42,8 +46,14 @@ class CaseResult:
     group: str
     reason: str = ""
     config: str = ""
+    origin: str = ""  # the source's origin (roofkit.serving.loso.origin)
+    engine: str = ""  # the engine family: the first word of the publisher's engine
+    device_class: str = ""  # the device's vendor and category
+    removed: tuple[str, ...] = ()  # constants of the case's origin left out of its LOSO
 
     def error(self, basis: str) -> float | None:
+        """Signed error on ``basis``: datasheet, calibrated, or ``loso`` (calibrated with
+        the constants of the case's own origin removed)."""
         p = self.predicted.get(basis)
         return None if p is None else (p - self.measured) / self.measured
 
@@ -51,16 +61,44 @@ class CaseResult:
         return {"name": self.name, "kind": self.kind, "workload": self.workload,
                 "device": self.device, "metric": self.metric, "config": self.config,
                 "measured": self.measured, "group": self.group, "reason": self.reason,
-                **{f"predicted_{b}": self.predicted.get(b) for b in BASES},
-                **{f"error_{b}": self.error(b) for b in BASES}}
+                "origin": self.origin, "engine": self.engine,
+                "device_class": self.device_class, "loso_removed": list(self.removed),
+                **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
+                **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
 
-@attrs.frozen
-class Report:
+@attrs.frozen(repr=False)
+class Report(Result):
     """Every case, and per basis the median and maximum absolute error of the scored ones."""
 
     cases: tuple[CaseResult, ...]
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced the predictions
+    independence: tuple[dict, ...] = ()  # per calibration constant: origin and statement
+
+    def coverage(self, level: float = 0.8, leave_out: str = "case") -> dict:
+        """Out-of-sample coverage of the prediction intervals at ``level`` over this run's
+        residuals (:func:`roofkit.intervals.coverage`)."""
+        from ..intervals import coverage, residuals
+
+        return coverage(residuals(self), level, leave_out)
+
+    HEADLINE = tuple(
+        Headline(f"{stat}_error_{b}", "%", (lambda r, b=b, f=stat: _percent(
+            getattr(r, f)(b))), f"{stat} |error| {b}", key_name=f"{stat}_abs_error_{b}_pct")
+        for b in BASES for stat in ("median", "max"))
+    KIND = "validation report"
+    PLOT = "validation"
+    basis = "both: every case predicted on the datasheet and on the calibrated basis"
+
+    def title(self) -> str:
+        return f"{len(self.cases)} cases, {len(self.scored())} scored ({SCORED})"
+
+    def identity(self) -> dict:
+        return {"cases": len(self.cases), "scored": len(self.scored())}
+
+    def frame_rows(self) -> list[dict]:
+        """One row per case (``CaseResult.to_dict``)."""
+        return [c.to_dict() for c in self.cases]
 
     def scored(self) -> list[CaseResult]:
         return [c for c in self.cases if c.group == SCORED]
@@ -84,12 +122,39 @@ class Report:
             out[group] = {"cases": n, **{b: {
                 "predicted": len(self.errors(b, group)),
                 "median_abs_error": self.median(b, group),
-                "max_abs_error": self.max(b, group)} for b in BASES}}
+                "max_abs_error": self.max(b, group)} for b in (*BASES, LOSO)}}
         return out
+
+    def breakdown(self, by: str) -> list[dict]:
+        """The scored cases grouped by ``by`` (metric, engine, device_class): per group the
+        count and the median and max absolute error in sample (calibrated) and LOSO."""
+        if by not in BREAKDOWNS:
+            raise SpecError(f"unknown breakdown {by!r}; one of {', '.join(BREAKDOWNS)}")
+        groups: dict[str, list[CaseResult]] = {}
+        for c in self.scored():
+            groups.setdefault(getattr(c, by), []).append(c)
+        rows = []
+        for key, cases in sorted(groups.items()):
+            row = {by: key, "cases": len(cases)}
+            for b in ("calibrated", LOSO):
+                e = [abs(c.error(b)) for c in cases if c.error(b) is not None]
+                row[f"{b}_median_abs_error"] = statistics.median(e) if e else None
+                row[f"{b}_max_abs_error"] = max(e) if e else None
+            rows.append(row)
+        return rows
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
-                "plugins": list(self.plugins)}
+                **self.headline(), "basis": self.basis,
+                "breakdown": {by: self.breakdown(by) for by in BREAKDOWNS},
+                "independence": list(self.independence),
+                "interval_coverage": [self.coverage(lv, lo) for lv in (0.8, 0.9)
+                                      for lo in ("case", "source")] if self.independence
+                else [], "plugins": list(self.plugins)}
+
+
+def _percent(v):
+    return None if v is None else 100 * v
 
 
 def _describe(case) -> str:
@@ -185,18 +250,44 @@ def _why_listed(case, by_name: dict, registry) -> str:
     return ""
 
 
-def run(registry=None, cases=None) -> Report:
-    """Predict ``cases`` (default: the whole validation catalogue) on every basis."""
+def _engine_family(engine: str) -> str:
+    return (engine.split() or ["unknown"])[0].lower()
+
+
+def _device_class(device: str, registry) -> str:
+    try:
+        d = registry.device(device)
+    except LookupError:
+        return "unknown"
+    return f"{(d.vendor or 'other').lower()} {d.category}"
+
+
+def _loso_predict(case, reg, removed: tuple[str, ...]) -> float:
+    """The calibrated prediction on ``reg`` (the case's own constants removed); a removed
+    engine profile leaves the engine's host time out."""
+    gone = {name.split(":engines.", 1)[1] for name in removed if ":engines." in name}
+    if case.config.runtime and case.config.runtime in gone:
+        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=""))
+    return predict(case, "calibrated", reg)
+
+
+def run(registry=None, cases=None, loso: bool = True) -> Report:
+    """Predict ``cases`` (default: the whole validation catalogue) on every basis, and with
+    ``loso`` each case again on the calibrated basis without its own origin's constants."""
     from ..registry import resolve
+    from . import loso as _loso
 
     reg = resolve(registry)
     if cases is None:
         cases = list(reg.catalogues["validation"].values())
     by_name = {c.name: c for c in cases}
+    origins = {c.name: _loso.origin(c.source.url) for c in cases}
+    held: dict[str, tuple] = {}  # origin -> (registry without it, removed constants)
     out = []
     for case in sorted(cases, key=lambda c: (c.kind, c.name)):
         reason = _why_listed(case, by_name, reg)
         group, predicted = (OTHER if reason else SCORED), {}
+        removed: tuple[str, ...] = ()
         if not case.not_predicted:
             for basis in BASES:
                 try:
@@ -204,6 +295,20 @@ def run(registry=None, cases=None) -> Report:
                 except RoofkitError as exc:
                     predicted[basis] = None
                     group, reason = OTHER, f"not predicted: {exc}"
+            if loso and predicted.get("calibrated") is not None:
+                o = origins[case.name]
+                if o not in held:
+                    held[o] = _loso.without(reg, o)
+                sub, removed = held[o]
+                try:
+                    predicted[LOSO] = (predicted["calibrated"] if sub is reg
+                                       else _loso_predict(case, sub, removed))
+                except RoofkitError:
+                    predicted[LOSO] = None
         out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
-                              case.value, predicted, group, reason, _describe(case)))
-    return Report(tuple(out), reg.plugin_set)
+                              case.value, predicted, group, reason, _describe(case),
+                              origins[case.name], _engine_family(case.config.engine),
+                              _device_class(case.device, reg), removed))
+    scored_origins = [c.origin for c in out if c.group == SCORED]
+    return Report(tuple(out), reg.plugin_set,
+                  tuple(_loso.statements(reg, scored_origins)) if loso else ())

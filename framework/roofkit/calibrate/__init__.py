@@ -1,0 +1,119 @@
+"""``roofkit calibrate``: measure the device you have and write its calibration.
+
+``calibrate(backend, out=DIR)`` runs :func:`.measure.measure` on a backend (numpy for the
+host CPU; torch or cupy for a GPU, when installed) and writes ``DIR/calibration/<name>.toml``,
+a calibration spec with provenance (host, backend and library versions, date, command); for a
+device no catalogue holds (the host CPU) also ``DIR/devices/<name>.toml``. ``--spec-path
+DIR`` then layers them over the builtin catalogue, and the calibrated basis uses them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import attrs
+
+from .backends import BACKENDS, CalibrateError, backend
+from .measure import Results, Settings, measure
+from .write import calibration_toml, device_toml
+
+__all__ = ["BACKENDS", "CalibrateError", "Calibrated", "Results", "Settings", "calibrate"]
+
+
+@attrs.frozen
+class Calibrated:
+    """What a run measured and wrote: the results, the TOML texts and the paths."""
+
+    name: str
+    device: str
+    results: Results
+    calibration: str
+    device_spec: str | None
+    paths: tuple[Path, ...] = ()
+
+    def to_dict(self) -> dict:
+        r = self.results
+        return {"name": self.name, "device": self.device,
+                "bandwidth_B_per_s": r.bandwidth,
+                "copy_B_per_s": {str(k): v for k, v in r.copy.items()},
+                "triad_B_per_s": {str(k): v for k, v in r.triad.items()},
+                "peak_FLOP_per_s": {s: r.peak(s) for s in r.gemm},
+                "gemm_FLOP_per_s": r.gemm, "launch_s": r.launch,
+                "allreduce_bus_B_per_s": {str(k): v for k, v in r.allreduce.items()},
+                "paths": [str(p) for p in self.paths]}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "local"
+
+
+def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str | None = None,
+              name: str | None = None, out: str | Path | None = None,
+              category: str = "workstation", command: str | None = None, registry=None,
+              log=lambda s: None, backend_obj=None) -> Calibrated:
+    """Measure with ``backend_name`` and write the specs under ``out`` (None: write nothing).
+
+    ``device`` names a catalogued device the measurement is of (a GPU: ``h100-sxm``); the
+    calibration is then named like the builtin one for it, so a ``--spec-path`` layer
+    replaces it. Without ``device`` a device spec is written too (``name``, default
+    ``local-cpu`` or ``local-gpu``). ``backend_obj`` is a constructed backend (tests).
+    """
+    be = backend_obj or backend(backend_name)
+    settings = Settings.for_backend(be.kind, quick)
+    res = measure(be, settings, log=log)
+    label = be.label()
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cmd = command or " ".join(shlex.quote(a) for a in ["roofkit", *sys.argv[1:]])
+    versions = {"python": platform.python_version(), **be.versions()}
+    from .. import __version__
+    versions["roofkit"] = __version__
+    prov = {"command": cmd, "date": when,
+            "host": f"{platform.node()}: {label}; {platform.platform()}",
+            "backend": be.name + (" (quick)" if quick else ""),
+            "versions": ", ".join(f"{k} {v}" for k, v in versions.items())}
+    source = f"roofkit calibrate --backend {be.name} ({when})"
+    if device is not None:
+        dev_key = _device_key(device, registry)
+        cal_name = name or _calibration_name(dev_key, registry)
+        dev_text = None
+    else:
+        dev_key = name or f"local-{be.kind}"
+        cal_name = dev_key
+        dev_text = device_toml(dev_key, label, res, be.memory_capacity(), cal_name, category)
+    cal_text = calibration_toml(cal_name, dev_key, label, res, source, prov,
+                                notes=f"settings: {attrs.asdict(settings)}")
+    paths: list[Path] = []
+    if out is not None:
+        root = Path(out)
+        (root / "calibration").mkdir(parents=True, exist_ok=True)
+        p = root / "calibration" / f"{cal_name}.toml"
+        p.write_text(cal_text)
+        paths.append(p)
+        if dev_text is not None:
+            (root / "devices").mkdir(parents=True, exist_ok=True)
+            p = root / "devices" / f"{dev_key}.toml"
+            p.write_text(dev_text)
+            paths.append(p)
+    return Calibrated(cal_name, dev_key, res, cal_text, dev_text, tuple(paths))
+
+
+def _device_key(device: str, registry) -> str:
+    from ..registry import resolve
+
+    return resolve(registry).device(device).name
+
+
+def _calibration_name(device: str, registry) -> str:
+    """The builtin calibration's name for ``device`` (so a layer replaces it), else its key."""
+    from ..registry import resolve
+
+    cat = getattr(resolve(registry), "catalogues", {}).get("calibration")
+    for key in cat or ():
+        if getattr(cat[key], "device", None) == device:
+            return key
+    return _slug(device)

@@ -1,0 +1,193 @@
+"""Prediction intervals from the out-of-sample residuals of the validation cases.
+
+A residual is r = ln(predicted / measured) of one validation case on the calibrated basis,
+leave-one-source-out (the case predicted without the calibration constants of its own
+source; :mod:`roofkit.serving.loso`). A stratum is engine x metric family x device class x
+inside or outside the calibrated range (the device has a calibration, or only its datasheet).
+For an estimate ``v`` in a stratum of ``n`` residuals the interval at level ``L`` is
+
+    [v * exp(-r_(k_hi)), v * exp(-r_(k_lo))],  k_lo = floor((n + 1) a),
+                                                 k_hi = ceil((n + 1) (1 - a)),  a = (1 - L)/2
+
+with ``r_(k)`` the k-th smallest residual: the split-conformal order statistics, which cover
+at least ``L`` of new cases exchangeable with the stratum's and grow wider as ``n`` shrinks. A
+stratum too thin for ``L`` (k_lo < 1 or k_hi > n) backs off: drop the engine, then the device
+class, then the metric family, then the range; the interval names the stratum it used.
+
+The residual table ships as ``residuals.json`` beside this module, written by
+``python -m roofkit.intervals`` from ``roofkit validate``'s leave-one-source-out run; the
+validate report computes its own coverage from a fresh run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import attrs
+
+from .errors import RoofkitError
+
+DEFAULT_LEVEL = 0.8
+TABLE = Path(__file__).with_name("residuals.json")
+#: the stratum keys, dropped from the left when a stratum is too thin
+KEYS = ("engine", "device_class", "metric", "range")
+#: which validation metric family stands for each headline figure
+FAMILY = {"ttft_ms": "ttft_ms", "itl_ms": "itl_ms", "e2e_ms": "e2e_ms",
+          "output_tokens_per_s": "output_tokens_per_s", "decode": "itl_ms",
+          "prefill": "ttft_ms", "kernel_ms": "kernel_ms"}
+#: engine profile name -> engine family of the validation cases
+ENGINES = {"vllm": "vllm", "tensorrt-llm-session": "tensorrt-llm"}
+
+
+@attrs.frozen
+class Residual:
+    """One validation case's out-of-sample residual and its stratum."""
+
+    case: str
+    origin: str
+    engine: str
+    metric: str
+    device_class: str
+    range: str  # inside | outside
+    r: float
+
+
+@attrs.frozen
+class Interval:
+    """``lo`` and ``hi`` around a headline ``value`` at ``level``, from ``n`` residuals of
+    ``stratum``."""
+
+    value: float
+    lo: float
+    hi: float
+    level: float
+    stratum: str
+    n: int
+
+    def to_dict(self) -> dict:
+        return {"lo": self.lo, "hi": self.hi, "level": self.level, "stratum": self.stratum,
+                "residuals": self.n}
+
+
+def check_level(level: float) -> float:
+    if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
+        raise RoofkitError(f"interval level must be a fraction between 0 and 1 (0.8 for 80 %), "
+                           f"got {level!r}")
+    return float(level)
+
+
+def order_statistics(n: int, level: float) -> tuple[int, int] | None:
+    """``(k_lo, k_hi)``, 1-based, or None when ``n`` residuals are too few for ``level``."""
+    a = (1.0 - level) / 2.0
+    k_lo = math.floor((n + 1) * a + 1e-9)  # 1e-9: (1 - 0.8) / 2 is 0.09999... in floats
+    k_hi = math.ceil((n + 1) * (1.0 - a) - 1e-9)
+    return (k_lo, k_hi) if k_lo >= 1 and k_hi <= n else None
+
+
+def _label(keys: dict, n: int) -> str:
+    parts = [f"{k}={keys[k]}" for k in KEYS if k in keys]
+    return " ".join(parts or ["all cases"]) + f" ({n} residuals)"
+
+
+def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine: str = "",
+             device_class: str = "", inside: bool = True, level: float = DEFAULT_LEVEL,
+             exclude_origin: str = "", exclude_case: str = "") -> Interval | None:
+    """The interval of ``value`` (see the module docstring); None when even all residuals
+    are too few. ``exclude_case`` leaves one case's residual out, ``exclude_origin`` one
+    source's (scoring coverage out of sample)."""
+    level = check_level(level)
+    want = {"engine": ENGINES.get(engine, engine) or "none", "device_class": device_class,
+            "metric": FAMILY.get(metric, metric), "range": "inside" if inside else "outside"}
+    pool = [r for r in residuals if r.case != exclude_case and
+            (not exclude_origin or r.origin != exclude_origin)]
+    for drop in range(len(KEYS) + 1):
+        keys = {k: want[k] for k in KEYS[drop:]}
+        rs = sorted(r.r for r in pool if all(getattr(r, k) == v for k, v in keys.items()))
+        ks = order_statistics(len(rs), level)
+        if ks is None:
+            continue
+        lo_r, hi_r = rs[ks[0] - 1], rs[ks[1] - 1]
+        return Interval(value, value * math.exp(-hi_r), value * math.exp(-lo_r), level,
+                        _label(keys, len(rs)), len(rs))
+    return None
+
+
+@functools.cache
+def table(path: str | None = None) -> tuple[Residual, ...]:
+    """The shipped residual table (or the one at ``path``)."""
+    data = json.loads(Path(path or TABLE).read_text())
+    return tuple(Residual(**row) for row in data["residuals"])
+
+
+def residuals(report) -> list[Residual]:
+    """Out-of-sample residuals of a validation report: every scored case, and every case
+    listed only because its device has no calibration (the range outside it)."""
+    from .serving.validation import LOSO, SCORED
+
+    out = []
+    for c in report.cases:
+        p = c.predicted.get(LOSO)
+        outside = "no calibration in specs/calibration" in c.reason
+        if p is None or p <= 0 or not (c.group == SCORED or outside):
+            continue
+        out.append(Residual(c.name, c.origin, c.engine, c.metric, c.device_class,
+                            "outside" if outside else "inside", math.log(p / c.measured)))
+    return out
+
+
+def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
+             leave_out: str = "case") -> dict:
+    """Out-of-sample coverage: each case's interval, in its own stratum, from the residuals
+    of the other cases (``leave_out="case"``) or of the other sources (``"source"``: a
+    stricter test, whether the intervals transfer to a publisher they have not seen); the
+    share whose measurement it contains, overall and per range. A case no interval can be
+    made for is counted apart."""
+    if leave_out not in ("case", "source"):
+        raise RoofkitError(f"leave_out is 'case' or 'source', not {leave_out!r}")
+    rows = list(rows)
+    hits: dict[str, list[bool]] = {"inside": [], "outside": []}
+    for row in rows:
+        iv = interval(1.0, rows, metric=row.metric, engine=row.engine,
+                      device_class=row.device_class, inside=row.range == "inside",
+                      level=level, exclude_case=row.case,
+                      exclude_origin=row.origin if leave_out == "source" else "")
+        if iv is None:
+            continue
+        measured = math.exp(-row.r)  # the prediction is 1: measured = exp(-r)
+        hits[row.range].append(iv.lo <= measured <= iv.hi)
+    allh = hits["inside"] + hits["outside"]
+
+    def share(h):
+        return sum(h) / len(h) if h else None
+
+    return {"level": level, "leave_out": leave_out, "cases": len(allh), "covered": share(allh),
+            "inside": {"cases": len(hits["inside"]), "covered": share(hits["inside"])},
+            "outside": {"cases": len(hits["outside"]), "covered": share(hits["outside"])},
+            "without_interval": len(rows) - len(allh)}
+
+
+def write(report, path: str | Path = TABLE) -> Path:
+    """Write the residual table of ``report`` to ``path`` (the shipped one by default)."""
+    rows = [attrs.asdict(r) for r in residuals(report)]
+    Path(path).write_text(json.dumps({
+        "about": "out-of-sample residuals ln(predicted / measured), calibrated basis, "
+                 "leave-one-source-out; written by python -m roofkit.intervals",
+        "residuals": rows}, indent=1) + "\n")
+    table.cache_clear()
+    return Path(path)
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a maintenance command
+    from .serving.validation import run
+
+    path = write(run())
+    print(f"wrote {len(table())} residuals to {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

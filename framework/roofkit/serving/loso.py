@@ -1,0 +1,130 @@
+"""Leave-one-source-out: score each validation source with every calibration constant
+derived from it removed.
+
+A source is the publisher's origin of a URL: a GitHub repository (``github:owner/repo``,
+forks and renames mapped to the upstream), an arXiv paper, a CI organisation
+(``buildkite:vllm``), else the web domain (``amd.com``). A calibration constant (one
+measured table of ``specs/calibration``: ``h100-sxm:bandwidth``,
+``host:engines.tensorrt-llm-session``) is derived from its own source's origin. For the cases
+of origin ``O`` the estimator runs on a registry whose calibrations lack every constant of
+origin ``O``: a removed measurement falls back to the datasheet, a removed engine profile
+leaves the engine's host time out. Every other constant is independent of ``O`` by its
+origin, and the report says so per constant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+
+#: repositories that are one source under two names: forks read for an upstream file,
+#: renamed repositories
+SAME_ORIGIN = {
+    "github:samuel-bohman/ai-benchmarking-guide": "github:azure/ai-benchmarking-guide",
+    "github:openai/triton": "github:triton-lang/triton",
+    "github:ggerganov/llama.cpp": "github:ggml-org/llama.cpp",
+}
+
+_GITHUB = re.compile(r"^https?://(?:www\.)?github\.com/([^/#?]+)/([^/#?]+)", re.I)
+_RAW = re.compile(r"^https?://raw\.githubusercontent\.com/([^/#?]+)/([^/#?]+)", re.I)
+_ARXIV = re.compile(r"^https?://(?:www\.)?arxiv\.org/(?:abs|pdf)/([0-9.]+)", re.I)
+_CI = re.compile(r"^https?://(?:www\.)?buildkite\.com/([^/#?]+)", re.I)
+_HOST = re.compile(r"^https?://(?:www\.)?([^/#?:]+)", re.I)
+
+#: the calibration tables a constant can be, in :meth:`Calibration.measurements` order
+TABLES = ("compute", "gemm", "mixed", "attention", "allreduce", "host_link", "launch",
+          "engines")
+
+
+def origin(url: str) -> str:
+    """The publisher's origin of ``url`` (see the module docstring)."""
+    url = url.strip()
+    for pattern, tag in ((_GITHUB, "github"), (_RAW, "github")):
+        m = pattern.match(url)
+        if m:
+            key = f"{tag}:{m[1].lower()}/{m[2].lower().removesuffix('.git')}"
+            return SAME_ORIGIN.get(key, key)
+    m = _ARXIV.match(url)
+    if m:
+        return f"arxiv:{m[1].split('v')[0]}"
+    m = _CI.match(url)
+    if m:
+        return f"buildkite:{m[1].lower()}"
+    m = _HOST.match(url)
+    return m[1].lower() if m else url
+
+
+@attrs.frozen
+class Constant:
+    """One measured calibration table: ``calibration:path`` and the origin of its source."""
+
+    calibration: str
+    path: str
+    origin: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.calibration}:{self.path}"
+
+
+def constants(registry) -> list[Constant]:
+    """Every measured constant of the registry's calibrations."""
+    cat = registry.catalogues.get("calibration") or {}
+    return [Constant(key, path, origin(m.source)) for key in cat
+            for path, m in cat[key].measurements()]
+
+
+def strip(cal, drop: Iterable[str]):
+    """``cal`` without the measured tables at the key paths ``drop``."""
+    drop = set(drop)
+    if not drop:
+        return cal
+    changes = {}
+    if "bandwidth" in drop:
+        changes["bandwidth"] = None
+    for table in TABLES:
+        mapping = getattr(cal, table)
+        kept = {k: v for k, v in mapping.items() if f"{table}.{k}" not in drop}
+        if len(kept) != len(mapping):
+            changes[table] = kept
+    return attrs.evolve(cal, **changes)
+
+
+def without(registry, source: str):
+    """A registry like ``registry`` whose calibrations lack every constant of origin
+    ``source``; ``(registry, removed constant names)``. The same registry when none is."""
+    from ..catalogue import Catalogue, Entry
+    from ..registry import Registry
+
+    removed = [c for c in constants(registry) if c.origin == source]
+    if not removed:
+        return registry, ()
+    cat = registry.catalogues["calibration"]
+    entries = {}
+    for key in cat:
+        e = cat.entry(key)
+        drop = [c.path for c in removed if c.calibration == key]
+        entries[key] = Entry(strip(e.obj, drop), e.origin, e.layer, e.rank) if drop else e
+    cats = dict(registry.catalogues)
+    cats["calibration"] = Catalogue("calibration", entries, dict(cat.aliases))
+    reg = Registry(tables=registry._tables, catalogues=cats, plugins=registry.plugins,
+                   converter=registry.converter, spec_layers=registry.spec_layers)
+    return reg, tuple(c.name for c in removed)
+
+
+def statements(registry, case_origins: Iterable[str]) -> list[dict]:
+    """Per constant: its origin and why it may score each case (independent: no case comes
+    from its origin) or which cases it is removed for."""
+    counts: dict[str, int] = {}
+    for o in case_origins:
+        counts[o] = counts.get(o, 0) + 1
+    out = []
+    for c in constants(registry):
+        n = counts.get(c.origin, 0)
+        text = (f"removed when scoring the {n} case(s) from {c.origin}" if n else
+                f"independent: no validation case comes from {c.origin}")
+        out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": n,
+                    "statement": text})
+    return out

@@ -1,0 +1,97 @@
+"""Prediction intervals: split-conformal order statistics per stratum, back-off where a
+stratum is thin, and the intervals the results carry."""
+
+import json
+import math
+
+import pytest
+
+import roofkit
+from roofkit import intervals as I
+from roofkit.testing import run_cli
+
+
+def _rows(rs, **keys):
+    base = {"origin": "o", "engine": "vllm", "metric": "ttft_ms",
+            "device_class": "nvidia cloud", "range": "inside"}
+    base.update(keys)
+    return [I.Residual(case=f"c{i}-{base['metric']}", r=r, **base) for i, r in enumerate(rs)]
+
+
+def test_order_statistics_need_enough_residuals():
+    # (n + 1) * 0.1 and (n + 1) * 0.9 for an 80 % interval
+    assert I.order_statistics(9, 0.8) == (1, 9)
+    assert I.order_statistics(19, 0.8) == (2, 18)
+    assert I.order_statistics(8, 0.8) is None
+    assert I.order_statistics(19, 0.9) == (1, 19)
+
+
+def test_interval_is_the_value_scaled_by_the_residual_order_statistics():
+    rs = [math.log(1 + k / 100) for k in range(-9, 10)]  # 19 residuals, -9 % .. +9 %
+    iv = I.interval(100.0, _rows(rs), metric="ttft_ms", engine="vllm",
+                    device_class="nvidia cloud")
+    # k_lo = 2, k_hi = 18: r = ln 0.92 and ln 1.08; measured = value * exp(-r)
+    assert iv.lo == pytest.approx(100 / 1.08) and iv.hi == pytest.approx(100 / 0.92)
+    assert iv.n == 19 and "engine=vllm" in iv.stratum
+
+
+def test_a_thin_stratum_backs_off_and_says_so():
+    rows = _rows([0.0] * 3, engine="gpt-fast") + _rows([0.1] * 12, engine="vllm")
+    iv = I.interval(10.0, rows, metric="ttft_ms", engine="gpt-fast",
+                    device_class="nvidia cloud")
+    assert "engine" not in iv.stratum and iv.n == 15
+    assert iv.stratum.startswith("device_class=nvidia cloud metric=ttft_ms range=inside")
+
+
+def test_engine_profiles_map_to_the_cases_engine_family():
+    rows = _rows([0.05] * 10, engine="tensorrt-llm")
+    iv = I.interval(1.0, rows, metric="ttft_ms", engine="tensorrt-llm-session",
+                    device_class="nvidia cloud")
+    assert iv.stratum.startswith("engine=tensorrt-llm ")
+
+
+def test_leaving_out_a_source_or_a_case():
+    rows = _rows([0.0] * 9, origin="a") + _rows([0.5] * 9, origin="b", metric="e2e_ms")
+    iv = I.interval(1.0, rows, metric="ttft_ms", engine="vllm", device_class="nvidia cloud",
+                    exclude_origin="a")
+    assert iv.n == 9 and iv.hi == pytest.approx(math.exp(-0.5))  # only b's residuals remain
+    assert I.interval(1.0, rows[:9], metric="ttft_ms", exclude_case="c0-ttft_ms") is None
+
+
+def test_coverage_counts_measurements_inside_their_interval():
+    rs = [math.log(1 + k / 100) for k in range(-20, 21)]  # 41 residuals
+    cov = I.coverage(_rows(rs), 0.8)
+    # leave-one-out: 41 cases, each interval from the 40 others (k_lo 4, k_hi 37)
+    assert cov["cases"] == 41 and 0.75 <= cov["covered"] <= 0.85
+
+
+def test_a_level_outside_zero_one_is_refused():
+    with pytest.raises(roofkit.RoofkitError, match="between 0 and 1"):
+        I.check_level(80)
+
+
+def test_serve_json_carries_an_interval_per_headline_figure(capsys):
+    code, out, _ = run_cli(capsys, "serve", "llama-3.1-8b", "h100-sxm", "--batch", "8",
+                           "--json")
+    assert code == 0
+    d = json.loads(out)
+    for name in ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
+        iv = d["intervals"][name]
+        assert 0 < iv["lo"] < iv["hi"] and iv["level"] == 0.8 and "range=inside" in iv["stratum"]
+
+
+def test_decode_interval_widens_with_the_level(capsys):
+    code, out, _ = run_cli(capsys, "decode", "llama-3.1-8b", "h100-sxm", "--batch", "8",
+                           "--basis", "calibrated", "--json")
+    narrow = json.loads(out)["intervals"]["time_s"]
+    code, out, _ = run_cli(capsys, "decode", "llama-3.1-8b", "h100-sxm", "--batch", "8",
+                           "--basis", "calibrated", "--interval", "0.9", "--json")
+    wide = json.loads(out)["intervals"]["time_s"]
+    assert wide["lo"] <= narrow["lo"] < narrow["hi"] <= wide["hi"] and wide["level"] == 0.9
+    code, _, err = run_cli(capsys, "decode", "llama-3.1-8b", "h100-sxm", "--interval", "2")
+    assert code == 1 and "between 0 and 1" in err
+
+
+def test_the_datasheet_basis_takes_the_outside_range():
+    est = roofkit.decode("llama-3.1-8b", "h100-sxm", batch=8, context=1024)
+    assert "range=outside" in est.interval().stratum
