@@ -410,7 +410,9 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
         verified.append(_verify(reg, w, r, input_len, output_len, slo, engine, kv_cache_dtype,
                                 basis))
     notes = ("screening: steady-state continuous batching on the circuit's step costs "
-             "(module roofkit.load.plan); percentiles of the verified rows are simulated",
+             "(module roofkit.load.plan), arrivals spread evenly over a request's life; "
+             "percentiles of the verified rows are simulated with a closed loop whose "
+             "clients all start at once, so their TTFT includes the queue of each round",
              f"engine profile: {engine or 'none'}")
     return PlanResult(workload=w.name, slo=slo, input_len=int(input_len),
                       output_len=int(output_len), rows=rows, refused=refused,
