@@ -222,3 +222,30 @@ def test_mtp_speculation_at_acceptance_0_by_hand():
         t += verify.device_time(1, c, samples=k + 1) + host
         t += k * sum(float(x[3]) for x in mtp.run(1.0, float(c), 1.0))
     assert r.tpot["mean"] == pytest.approx(t / (o - 1), rel=1e-4)
+
+
+def test_a_trace_and_a_length_histogram(tmp_path, capsys):
+    import json
+
+    from roofkit.testing import run_cli
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(r) for r in (
+        {"arrival": 0.0, "input_len": 100, "output_len": 5},
+        {"arrival": 0.5, "input_len": 300, "output_len": 3},
+        {"timestamp": 0.2, "input_tokens": 50, "output_tokens": 4})), encoding="utf-8")
+    r = simulate("llama-3.1-8b", "h100", trace=trace)
+    assert r.requests == 3 and r.input_tokens == 450 and r.output_tokens == 12
+    assert sorted(r.per_request["arrival_s"].tolist()) == [0.0, 0.2, 0.5]
+    hist = tmp_path / "h.csv"
+    hist.write_text("length,weight\n64,3\n256,1\n", encoding="utf-8")
+    code, out, _ = run_cli(capsys, "simulate", "llama-3.1-8b", "h100", "--rate", "5",
+                           "--requests", "40", "--input-len", f"hist:{hist}", "--output-len",
+                           "uniform:4:8", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert 64 * 40 <= d["input_tokens_per_s"] * d["duration_s"] <= 256 * 40
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"arrival": 0}\n', encoding="utf-8")
+    with pytest.raises(roofkit.SpecError, match=r"bad\.jsonl:1"):
+        simulate("llama-3.1-8b", "h100", trace=bad)
