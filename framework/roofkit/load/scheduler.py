@@ -112,6 +112,11 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     draft = cfg.draft_time
     dev_time = costs.device_time
     dec_time = costs.decode_time
+    attn = costs.attn_decode
+    dense = attn.dense
+    attn_rows = [np.asarray(row) for row in attn.t[:dense + 1]]
+    ctx_grid = np.asarray(costs.ctx_grid, dtype=float)
+    fixed_of = costs.decode_fixed
     pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:
@@ -192,7 +197,43 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             chunks = []
             decode_rows = n_dec
         elif not waiting and not prefilling:
-            chunks = []  # only decoding: nothing to form
+            # only decoding: until the next finish, arrival or KV overflow nothing changes
+            # but the contexts, so a run of steps is costed at once
+            if draft is None and stall == 0.0 and n_dec <= dense and heap:
+                m = heap[0][0] - D - 1
+                if not reserve and b_tok > 0:
+                    m = min(m, int((cap - kv_used) // (b_tok * n_dec * E)))
+                if m >= 2:
+                    nd = n_dec
+                    pad = pad_of[nd] if nd < len(pad_of) else None
+                    b = nd if nd < len(eager) else len(eager) - 1
+                    h = graph[b] if pad is not None else eager[b]
+                    c = (sum_ctx + np.arange(m) * (nd * E)) / nd
+                    dev = fixed_of[nd if pad is None else pad] + np.interp(c, ctx_grid,
+                                                                           attn_rows[nd])
+                    dts = np.maximum(dev, h) if overlap else dev + h
+                    end = t + np.cumsum(dts)
+                    if next_req < n:
+                        # a step may start only before the next arrival
+                        m = min(m, 1 + int(np.searchsorted(end[:m - 1], arrival[next_req])))
+                        end, dts = end[:m], dts[:m]
+                    if m >= 2:
+                        t = float(end[-1])
+                        D += m
+                        sum_ctx += m * nd * E
+                        kv0 = kv_used
+                        if not reserve:
+                            kv_used += m * b_tok * nd * E
+                        gaps.extend((dts / E).tolist())
+                        gap_w.extend([nd * E] * m)
+                        ends.extend(end.tolist())
+                        times.extend(dts.tolist())
+                        seqs_l.extend([nd] * m)
+                        toks_l.extend([nd * verify] * m)
+                        kv_l.extend((kv0 + np.arange(1, m + 1) * (0.0 if reserve else
+                                                                   b_tok * nd * E)).tolist())
+                        continue
+            chunks = []
             decode_rows = n_dec
         else:
             # form the step
