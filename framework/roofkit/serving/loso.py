@@ -106,7 +106,8 @@ def without(registry, source: str):
     for key in cat:
         e = cat.entry(key)
         drop = [c.path for c in removed if c.calibration == key]
-        entries[key] = Entry(strip(e.obj, drop), e.origin, e.layer, e.rank) if drop else e
+        entries[key] = Entry(strip(e.obj, drop), e.origin, e.layer, e.rank, key=e.key,
+                             claims=e.claims, overrides=e.overrides) if drop else e
     cats = dict(registry.catalogues)
     cats["calibration"] = Catalogue("calibration", entries, dict(cat.aliases))
     reg = Registry(tables=registry._tables, catalogues=cats, plugins=registry.plugins,
