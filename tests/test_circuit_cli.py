@@ -14,8 +14,8 @@ def test_decode_json_gives_rows_totals_and_basis(capsys):
                        "--context", "2048", "--json")
     assert code == 0
     d = json.loads(out)
-    assert d["rows"] and {"node", "op", "flops", "bytes", "time", "bound"} <= set(d["rows"][0])
-    times = [r["time"] for r in d["rows"]]
+    assert d["rows"] and {"node", "op", "flops", "bytes", "time_s", "bound"} <= set(d["rows"][0])
+    times = [r["time_s"] for r in d["rows"]]
     assert times == sorted(times, reverse=True)
     assert d["totals"]["time_s"] > 0 and d["totals"]["bound"] == "memory"
     assert d["basis"].startswith("datasheet ceiling for h100-sxm")

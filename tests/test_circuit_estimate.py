@@ -274,7 +274,7 @@ def test_to_dict_is_json_ready(reg):
     many = roofkit.decode("llama-3.1-8b", "h100", batch=np.arange(1, 5), registry=reg)
     d = json.loads(json.dumps(many.to_dict(by="op")))
     assert len(d["totals"]["time_s"]) == 4
-    assert {"node", "op", "flops", "bytes", "time", "bound"} <= set(d["rows"][0])
+    assert {"node", "op", "flops", "bytes", "time_s", "bound"} <= set(d["rows"][0])
     assert d["basis"].startswith("datasheet")
 
 

@@ -209,20 +209,32 @@ def test_without_a_host_link_nothing_is_offloaded_and_it_cannot_run(reg):
         solve(reg, "toy-huge", "toy-bare", raise_errors=True)
 
 
-def test_weights_beyond_memory_but_within_flash_fit_and_stream_from_flash(reg):
+def test_weights_beyond_memory_but_within_flash_do_not_fit_and_stream_from_flash(reg):
+    """The reference: a footprint above capacity is feasible=False (OOMError when asked),
+    with the offload-limited estimate; here the weights are read in place from flash."""
     p = solve(reg, "toy-huge", "toy-flash", batch_size=2)  # 20 GB > 10 GB memory, <= 100 GB
-    assert p.feasible and p.bandwidth_path == "flash"
+    assert not p.feasible and p.bandwidth_path == "flash" and p.flash_resident
     assert p.latency_memory.to("s").magnitude == approx(2e10 * 1.2 / 2e9)
-    assert p.offload_spill.to("B").magnitude == 0.0
-    assert "flash" in p.trace[0] and "fits" in p.trace[0]
+    assert p.offload_spill.to("B").magnitude == 0.0  # in flash, nothing goes to the host
+    assert "flash" in p.trace[0] and "DOES NOT FIT" in p.trace[0]
     assert "flash.bandwidth" in p.basis and "flash.capacity" in p.basis
+    with pytest.raises(OOMError, match="the weights fit its 100 GB of flash"):
+        solve(reg, "toy-huge", "toy-flash", batch_size=2, raise_errors=True)
+
+
+def test_flash_residency_is_its_own_field_when_the_weights_fit_memory_too(reg):
+    p = solve(reg, "toy-memory", "toy-flash")
+    assert p.feasible and p.flash_resident and p.to_dict()["flash_resident"] is True
+    q = solve(reg, "toy-memory", "toy")
+    assert q.feasible and not q.flash_resident
 
 
 def test_training_cannot_use_flash(reg):
-    # 3 x 2 MB of training state fits memory: primary memory (flash is read-only)
+    # 2 x 2 MB + 12 MB of training state fits memory: primary memory (flash is read-only)
     p = solve(reg, "toy-compute", "toy-flash", batch_size=1, is_training=True)
     assert p.feasible and p.bandwidth_path == "memory"
-    # 3 x 20 GB > 10 GB memory: the 100 GB flash does not help; offloaded over the host link
+    # 2 x 20 GB + 120 GB > 10 GB memory: the 100 GB flash does not help; offloaded over the
+    # host link
     q = solve(reg, "toy-huge", "toy-flash", batch_size=1, is_training=True)
     assert not q.feasible and q.bandwidth_path == "offload"
     assert "read-only" in q.trace[0]
@@ -265,13 +277,17 @@ def test_efficiency_derates_compute_only(reg):
 
 
 # -- training ---------------------------------------------------------------------------------
-def test_non_transformer_training_three_forward_equivalents_and_3x_weights(reg):
+def test_non_transformer_training_three_forward_equivalents_weights_grads_and_adam(reg):
     p = solve(reg, "toy-compute", "toy", batch_size=4, is_training=True)
     ops = 1e10 * 3 * 4
     t_o = 10e-6 + 10 * 1e-6 * 3
     assert p.latency_compute.to("s").magnitude == approx(ops / 5e13)
     assert p.latency_overhead.to("s").magnitude == approx(t_o)
-    assert p.memory_footprint.to("B").magnitude == approx(3 * 2e6)
+    # weights 2 MB + gradients 2 MB + Adam 12 B x 1e6 parameters = 16 MB (docs/engine.md)
+    assert p.memory_footprint.to("B").magnitude == approx(2e6 + 2e6 + 12 * 1e6)
+    fp8 = solve(reg, "toy-compute", "toy", batch_size=4, is_training=True, precision="fp8")
+    assert fp8.memory_footprint.to("B").magnitude == approx(1e6 + 1e6 + 12 * 1e6)
+    assert "Adam state 12 B x 1e+06 parameters" in "\n".join(p.trace)
     assert p.mfu == approx(ops / p.latency_s / 1e14) and p.hfu == p.mfu
     assert p.sample == "image"
 

@@ -2,9 +2,10 @@
 
 A microcontroller's primary memory is its SRAM (``memory.capacity`` = the ``[sram]`` tier);
 its weights usually live in flash. So, per the reference's bandwidth path (host offload,
-resident SRAM, flash, primary memory): weights within SRAM read at the SRAM bandwidth;
-weights beyond SRAM but within flash fit in inference and stream from flash; beyond both
-there is no offload path (no ``[host_link]``), so the point is infeasible and cannot run.
+resident SRAM, flash, primary memory) and its capacity check (a footprint above capacity is
+infeasible): weights within SRAM read at the SRAM bandwidth; weights beyond SRAM but within
+flash do not fit, and their estimate streams them from flash (``flash_resident``); beyond
+both there is no offload path (no ``[host_link]``), so the point cannot run.
 
 esp32-s3 (specs/devices/esp32-s3.toml): int8 15.36 GOP/s, SRAM 512 KiB at 3.84 GB/s, flash
 8 MB at 40 MB/s, dispatch 20 us, layer 4 us, TDP 0.33 W, no host link.
@@ -44,12 +45,15 @@ def test_the_spec_numbers_used_below(registry):
     assert (w.params, w.flops_per_sample, w.layers) == (23.7e3, 5.3e6, 10)
 
 
-def test_mobilenet_v2_int8_streams_from_the_esp32_s3_flash(registry):
+def test_mobilenet_v2_int8_does_not_fit_the_esp32_s3_but_streams_from_its_flash(registry):
+    """3.5 MB of int8 weights > 512 KiB of memory: infeasible, as the reference's capacity
+    check says, with the flash-limited estimate (the weights read in place from flash)."""
     p = Engine.solve("mobilenet-v2", "esp32-s3", precision="int8", registry=registry)
     t_c = 0.6e9 / (INT8_PEAK * 0.5)               # 78.125 ms
     t_m = 3.5e6 * 1.1 / FLASH_BW                  # 96.25 ms: 3.5 MB (+10 %) at 40 MB/s
     t_o = DISPATCH + 53 * LAYER                   # 232 us
-    assert p.feasible and p.bandwidth_path == "flash"
+    assert p.feasible is False and p.bandwidth_path == "flash" and p.flash_resident
+    assert p.to_dict()["feasible"] is False and p.to_dict()["flash_resident"] is True
     assert p.latency_compute.to("s").magnitude == approx(t_c)
     assert p.latency_memory.to("s").magnitude == approx(t_m)
     assert p.latency_overhead.to("s").magnitude == approx(t_o)
@@ -60,7 +64,8 @@ def test_mobilenet_v2_int8_streams_from_the_esp32_s3_flash(registry):
     assert p.energy_j == approx(TDP * (0.3 + 0.7 * hfu) * (t_m + t_o))
     assert p.memory_footprint_bytes == 3.5e6 and p.offload_spill.to("B").magnitude == 0.0
     text = "\n".join(p.trace)
-    assert "8 MB flash: fits" in text and "stream from flash at 40 MB/s" in text
+    assert "DOES NOT FIT" in text and "8 MB flash holds the weights" in text
+    assert "stream from flash at 40 MB/s" in text
     assert "offload" not in text and "PCIe" not in text and "host link" not in text
     assert "flash.bandwidth (derived: Quad SPI" in p.basis
 
@@ -126,9 +131,10 @@ def test_the_sweep_takes_the_same_paths(registry):
     flash = rows[("esp32-s3", 4)]
     p = Engine.solve("mobilenet-v2", "esp32-s3", batch_size=4, precision="int8",
                      registry=registry)
-    assert flash["feasible"] and flash["bandwidth_path"] == "flash"
+    assert not flash["feasible"] and flash["bandwidth_path"] == "flash"
     assert flash["latency_ms"] == p.to_dict()["latency_ms"]
-    assert flash["reason"].startswith("fits: int8 weights within esp32-s3's 8 MB of flash")
+    assert "the weights fit its 8 MB of flash, so the latency reads them in place" in \
+        flash["reason"]
     none = rows[("stm32f407", 1)]
     assert not none["feasible"] and none["bandwidth_path"] == "none"
     assert math.isinf(none["latency_ms"]) and "no [host_link]" in none["reason"]
@@ -136,9 +142,11 @@ def test_the_sweep_takes_the_same_paths(registry):
 
 
 def test_cli_solve_on_a_microcontroller(capsys):
-    assert main(["solve", "mobilenet-v2", "esp32-s3", "-p", "int8", "--enforce-fit"]) == 0
+    assert main(["solve", "mobilenet-v2", "esp32-s3", "-p", "int8", "--enforce-fit"]) == 2
     out = capsys.readouterr().out
-    assert "fits" in out and "flash" in out and "PCIe" not in out
+    assert "does not fit" in out and "flash" in out and "PCIe" not in out
+    assert main(["solve", "ds-cnn", "esp32-s3", "-p", "int8", "--enforce-fit"]) == 0
+    capsys.readouterr()
     assert main(["solve", "resnet-50", "esp32-s3", "-p", "int8", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)  # strict JSON: no Infinity
     assert d["feasible"] is False and d["bandwidth_path"] == "none"

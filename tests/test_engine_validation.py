@@ -88,8 +88,10 @@ def test_unknown_model_and_device_suggest_names(reg):
         Engine.solve("resnet-50", "h10", registry=reg)
 
 
-def test_model_of_wrong_type_is_a_type_error(reg):
-    with pytest.raises(TypeError):
+def test_model_of_wrong_type_is_an_argument_error(reg):
+    from roofkit import ArgumentError
+
+    with pytest.raises(ArgumentError, match="expected a workload name"):
         Engine.solve(42, "h100", registry=reg)
 
 

@@ -85,14 +85,15 @@ def test_the_grid_covers_every_bandwidth_path_and_fallback(registry):
     t = roofkit.sweep("ds-cnn", ["esp32-s3", "h100", "stm32f407"], ["int8", "nvfp4"], [1],
                       registry=registry)
     t2 = roofkit.sweep("llama-3.1-70b", ["h100"], ["fp16"], [1], registry=registry)
-    # MobileNetV2 streams from the ESP32-S3's flash; ResNet-50 fits neither SRAM nor flash
+    # MobileNetV2 does not fit the ESP32-S3 but streams from its flash; ResNet-50 fits
+    # neither SRAM nor flash
     # of any microcontroller, which have no host link: no path
     t3 = roofkit.sweep("mobilenet-v2", ["esp32-s3"], ["int8"], [1, 7], registry=registry)
     t4 = roofkit.sweep("resnet-50", ["esp32-s3", "nrf52840"], ["int8"], [1, 3],
                        registry=registry)
     paths = {p for t_ in (t, t2, t3, t4) for p in t_["bandwidth_path"]}
     assert paths == {"offload", "memory", "sram", "flash", "none"}
-    assert set(t3["bandwidth_path"]) == {"flash"} and t3["feasible"].all()
+    assert set(t3["bandwidth_path"]) == {"flash"} and not t3["feasible"].any()
     assert set(t4["bandwidth_path"]) == {"none"} and not t4["feasible"].any()
     assert t.where("fell_back")["precision"].tolist()  # nvfp4 on devices without fp4
     for table in (t, t2, t3, t4):

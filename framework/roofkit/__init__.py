@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
+from .errors import ArgumentError, OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
 from .hookspecs import hookimpl, hookspec
 from .types import CollectiveAlgorithm, CostModel, OpKind, Precision, ScenarioKind
 
@@ -34,7 +34,12 @@ _LAZY = {
     "serve": "roofkit.serving:serve",
     "sweep": "roofkit.sweep:sweep",
     "ureg": "roofkit.units:ureg",
+    "train": "roofkit.fleet.training:train",
+    "search_layouts": "roofkit.fleet.search:search_layouts",
+    "simulate": "roofkit.load:simulate",
+    "plan": "roofkit.load:plan",
     "precision_from_hf": "roofkit.quantization:precision_from_hf",
+    "workload_from_hf": "roofkit.importers:workload_from_hf",
 }
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "RoofkitError",
     "ScenarioKind", "SpecError", "UnknownNameError", "__version__", "hookimpl", "hookspec",
     *_LAZY,
+    "ArgumentError",
 ]
 
 

@@ -66,6 +66,36 @@ def _rebuild_spec_error(details, title):
     return SpecError(details, title=title)
 
 
+class ArgumentError(SpecError):
+    """An argument of a public call or a command is invalid (a count out of range, a name
+    of the wrong type, an unknown option value). A :class:`SpecError`, so a ``ValueError``."""
+
+    def __reduce__(self):
+        return (_rebuild_argument_error, (self.details, self.title))
+
+
+def _rebuild_argument_error(details, title):
+    return ArgumentError(details, title=title)
+
+
+#: the most characters of a user's value an error message echoes
+ECHO_LIMIT = 200
+
+
+def cut(text, limit: int = ECHO_LIMIT) -> str:
+    """``text`` (any value: its ``str``) of at most ``limit`` characters; a longer one keeps
+    its head and says how much was cut, so a 100 KB bad value never floods a message."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def shown(value, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)`` cut to ``limit`` characters (what a message echoes of a bad value)."""
+    return cut(repr(value), limit)
+
+
 class UnknownNameError(RoofkitError, LookupError):
     """A name (device, workload, precision…) is not in the registry.
 
@@ -78,8 +108,9 @@ class UnknownNameError(RoofkitError, LookupError):
         self.name = name
         self.known = tuple(known)
         self.hint = hint
-        self.suggestions = tuple(closest(name, self.known))
-        msg = f"Unknown {kind} {name!r}."
+        self.suggestions = tuple(closest(name, self.known)) if isinstance(name, str) and \
+            len(name) <= ECHO_LIMIT else ()
+        msg = f"Unknown {kind} {shown(name)}."
         if self.suggestions:
             msg += " Did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
         elif self.known and len(self.known) <= 40:

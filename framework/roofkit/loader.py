@@ -143,6 +143,20 @@ def _parse_quantity(meta: dict):
 def _each(meta: dict, one, what: str):
     """The hook of a field: ``one(value, path)`` on a scalar, or on every entry of a mapping
     field (its keys checked against the declaration)."""
+    if meta.get("sequence"):
+        def sequence(v, _):
+            if not isinstance(v, list | tuple):
+                raise _Problems([("", f"expected a list of {what}, got {v!r}")])
+            out, problems = [], []
+            for i, item in enumerate(v):
+                try:
+                    out.append(one(item, f"[{i}]"))
+                except _Problems as exc:
+                    problems += exc.items
+            if problems:
+                raise _Problems(problems)
+            return out
+        return sequence
     if meta.get("mapping"):
         def mapping(v, _):
             if not isinstance(v, dict):

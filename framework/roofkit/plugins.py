@@ -7,6 +7,7 @@ Builtins are registered explicitly, third parties through the entry-point group
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .errors import PluginError
+from .errors import PluginError, cut
 
 ENTRY_POINT_GROUP = "roofkit.plugins"
 PROJECT = "roofkit"
@@ -50,25 +51,74 @@ def make_manager(plugins: Iterable[object] | None = None, entry_points: bool = T
         for mod in _builtin_modules():
             pm.register(mod, name=f"roofkit_builtins.{mod.__name__.rsplit('.', 1)[-1]}")
     if entry_points and not os.environ.get("ROOFKIT_DISABLE_PLUGIN_AUTOLOAD"):
-        try:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        except Exception as exc:
-            raise PluginError(f"loading entry points of group {ENTRY_POINT_GROUP!r} failed: "
-                              f"{type(exc).__name__}: {exc}") from exc
+        _load_entry_points(pm)
     for i, plugin in enumerate(plugins or ()):
         if isinstance(plugin, str):
-            plugin = importlib.import_module(plugin)
+            with guarded(f"plugin module {plugin!r}", "failed to import"):
+                plugin = importlib.import_module(plugin)
         name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{i}"
         if pm.is_registered(plugin):
             continue
-        pm.register(plugin, name=name)
+        _register(pm, plugin, name)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         raise PluginError(
-            f"plugin {exc.plugin!r} implements an unknown hook: {exc}. Hook names start with "
-            "'roofkit_register_'; see the plugin guide in README.md") from exc
+            f"plugin {_plugin_name(pm, exc.plugin)!r} implements an unknown hook: {exc}. Hook "
+            "names start with 'roofkit_register_'; see the plugin guide in README.md") from exc
     return pm
+
+
+@contextlib.contextmanager
+def guarded(who: str, doing: str):
+    """Turn anything a plugin's code raises, ``sys.exit`` included, into a PluginError that
+    names the plugin; Ctrl-C still stops the process."""
+    try:
+        yield
+    except (KeyboardInterrupt, PluginError):
+        raise
+    except SystemExit as exc:
+        raise PluginError(f"{who} {doing}: it called sys.exit({exc.code!r}); a plugin must "
+                          "raise an exception, never exit the process") from None
+    except BaseException as exc:
+        raise PluginError(f"{who} {doing}: {type(exc).__name__}: {cut(exc, 500)}") from exc
+
+
+def _plugin_name(pm: pluggy.PluginManager, plugin) -> str:
+    return pm.get_name(plugin) or getattr(plugin, "__name__", None) or repr(plugin)
+
+
+def _register(pm: pluggy.PluginManager, plugin, name: str) -> None:
+    """``pm.register``, with a hook of the wrong signature named by plugin and hook."""
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {name!r} has a hook that does not match its hookspec: "
+                          f"{exc}. Registration hooks take no arguments; see the plugin guide "
+                          "in README.md") from None
+    except ValueError as exc:  # pluggy: a name or object registered twice
+        raise PluginError(f"plugin {name!r} could not be registered: {exc}") from None
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> None:
+    """Load every ``roofkit.plugins`` entry point one by one, so a plugin that fails to
+    import, exits, or has a bad hook is named with its distribution."""
+    from importlib import metadata
+
+    for dist in list(metadata.distributions()):
+        for ep in dist.entry_points:
+            if ep.group != ENTRY_POINT_GROUP or pm.get_plugin(ep.name) or \
+                    pm.is_blocked(ep.name):
+                continue
+            dname = dist.metadata["name"]
+            who = f"plugin {ep.name!r} (entry point {ep.value!r} of {dname} {dist.version})"
+            with guarded(who, "failed to load"):
+                try:
+                    pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=ep.name)
+                except pluggy.PluginValidationError as exc:
+                    raise PluginError(f"{who} has a hook that does not match its hookspec: "
+                                      f"{exc}. Registration hooks take no arguments; see "
+                                      "the plugin guide in README.md") from None
 
 
 class Hooks:
@@ -82,18 +132,16 @@ class Hooks:
         caller = getattr(self.pm.hook, hook_name)
         out = []
         for impl in reversed(caller.get_hookimpls()):  # pluggy lists last-registered first
-            try:
+            who = f"plugin {impl.plugin_name!r}"
+            with guarded(who, f"failed in {hook_name}"):
                 result = impl.function()
-            except Exception as exc:
-                raise PluginError(f"plugin {impl.plugin_name!r} failed in {hook_name}: "
-                                  f"{type(exc).__name__}: {exc}") from exc
             if result is None:
                 continue
-            try:
-                items = list(result)
-            except TypeError:
-                raise PluginError(f"plugin {impl.plugin_name!r}: {hook_name} must return an "
-                                  f"iterable, got {type(result).__name__}") from None
+            if not isinstance(result, Iterable) or isinstance(result, str | bytes):
+                raise PluginError(f"{who}: {hook_name} must return an iterable of objects, "
+                                  f"got {type(result).__name__}")
+            with guarded(who, f"failed in {hook_name} while its result was read"):
+                items = list(result)  # a generator runs the plugin's code here
             out += [(impl.plugin_name, item) for item in items]
         return out
 

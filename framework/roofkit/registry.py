@@ -26,6 +26,12 @@ def is_path_ref(ref) -> bool:
     than a catalogue name."""
     return isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml"))
 
+#: the object type of each plugin table (what a lookup accepts besides a name)
+_TABLE_TYPES = {"precisions": Precision, "op_kinds": OpKind, "cost_models": CostModel,
+                "scenario_kinds": ScenarioKind}
+_EXAMPLES = {"precisions": "bf16", "op_kinds": "linear", "cost_models": "roofline",
+             "scenario_kinds": "host_dispatch"}
+
 
 class Registry:
     """Everything roofkit knows, immutable after build.
@@ -62,7 +68,15 @@ class Registry:
     # -- plugin tables -------------------------------------------------------------------
     def _lookup(self, table: str, kind: str, name):
         if not isinstance(name, str):
-            return name
+            cls = _TABLE_TYPES[table]
+            if isinstance(name, cls):
+                return name
+            from .errors import ArgumentError, shown
+
+            raise ArgumentError(f"a {kind} is given by name (a string such as "
+                                f"{_EXAMPLES[table]!r}) or as a "
+                                f"{cls.__name__} object, got {shown(name, 80)} "
+                                f"({type(name).__name__})")
         mapping = getattr(self, table)
         try:
             return mapping[name.strip().lower()]
@@ -100,6 +114,8 @@ class Registry:
         kind = SPEC_KINDS[folder]
         if isinstance(ref, kind.cls):
             return ref
+        if folder == "workloads" and self._is_hf(ref):
+            return self._hf_workload(ref)
         if is_path_ref(ref):
             # keyed by the real path and the bytes: another folder's "m.toml" after a chdir,
             # a case variant of the name or an edit that keeps size and mtime is another key
@@ -110,17 +126,52 @@ class Registry:
                                             {**self._tables, **self.catalogues})
             return self._memo[key]
         if not isinstance(ref, str):
-            raise TypeError(f"expected a {kind.noun} name, TOML path or spec object, got "
-                            f"{type(ref).__name__}")
+            from .errors import ArgumentError, shown
+
+            raise ArgumentError(f"expected a {kind.noun} name, TOML path or spec object, got "
+                                f"{shown(ref, 80)} ({type(ref).__name__})")
         cat = self.catalogues[folder]
         try:
             return cat[ref]
         except UnknownNameError as exc:
             hint = self._other_kind_hint(folder, ref)
+            if folder == "workloads" and not hint:
+                from .importers.hf_folder import find_cached, hub_cache_dirs, is_hub_id
+
+                if is_hub_id(ref):
+                    if find_cached(ref) is not None:
+                        return self._hf_workload(ref)
+                    hint = (f"Nor is it in a local Hugging Face cache "
+                            f"({', '.join(map(str, hub_cache_dirs()))}); roofkit does not "
+                            "download: fetch its config.json first or pass the model folder.")
             if not hint:
                 raise
             raise UnknownNameError(exc.kind, exc.name, exc.known,
                                    f"{hint} {exc.hint}".strip()) from None
+
+    def _is_hf(self, ref) -> bool:
+        """Whether a workload reference is a Hugging Face config.json or model folder (a
+        catalogue name or alias always wins over a folder of the same name)."""
+        if isinstance(ref, str):
+            if ref in self.catalogues["workloads"] or ref.endswith(".toml"):
+                return False
+        elif not isinstance(ref, Path):
+            return False
+        from .importers.hf_folder import is_hf_path
+
+        return is_hf_path(ref)
+
+    def _hf_workload(self, ref):
+        """The workload imported from a Hugging Face model, once per version of its files
+        (keyed by their paths and modification times, so a second lookup reads nothing)."""
+        from .importers import read_hf, workload_from_hf
+        from .importers.hf_folder import model_files_key
+
+        key = ("hf-workload", model_files_key(ref))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = workload_from_hf(read_hf(ref), registry=self)
+        return hit
 
     def _other_kind_hint(self, folder: str, name: str) -> str:
         """'h100' is a device, not a workload…: the catalogue ``name`` is in when it is not
@@ -141,7 +192,8 @@ class Registry:
         return self._spec("devices", ref)
 
     def workload(self, ref):
-        """A workload by key, alias (any case), TOML path, or the spec itself."""
+        """A workload by key, alias (any case), TOML path, Hugging Face config.json or model
+        folder, hub id in the local Hugging Face cache, or the spec itself."""
         return self._spec("workloads", ref)
 
     def scenario(self, ref):
@@ -224,4 +276,14 @@ def default_registry() -> Registry:
 
 
 def resolve(registry: Registry | None) -> Registry:
-    return default_registry() if registry is None else registry
+    """``registry``, or the process default when None; anything else is an ArgumentError
+    (``registry="x"`` must not surface later as an AttributeError)."""
+    if registry is None:
+        return default_registry()
+    if not isinstance(registry, Registry):
+        from .errors import ArgumentError, shown
+
+        raise ArgumentError(f"registry must be a roofkit Registry (roofkit.build_registry()) "
+                            f"or None for the default, got {shown(registry, 80)} "
+                            f"({type(registry).__name__})")
+    return registry

@@ -63,8 +63,17 @@ SPEC_KINDS: dict[str, SpecKind] = {
         SpecKind("validation", "roofkit.schema.validation:ValidationCase",
                  check_path="roofkit.schema.validation:check", aliases=False, marker="metric",
                  label="validation case"),
+        SpecKind("engines", "roofkit.schema.engine:EngineSpec",
+                 check_path="roofkit.schema.engine:check", marker="scheduler",
+                 label="engine profile"),
+        SpecKind("load_cases", "roofkit.schema.load_case:LoadCase",
+                 check_path="roofkit.schema.load_case:check", aliases=False,
+                 label="load validation case"),
         SpecKind("clusters", "roofkit.fleet.cluster:Cluster",
                  check_path="roofkit.fleet.cluster:check", marker="scale_up"),
+        SpecKind("training", "roofkit.fleet.cases:TrainingCase",
+                 check_path="roofkit.fleet.cases:check", aliases=False, marker="layout",
+                 label="training case"),
     )
 }
 

@@ -107,7 +107,7 @@ def _valid(field: attrs.Attribute):
         one = f"{_inside(meta['range'])!r} {SI_UNIT[meta['dimension']]}"
         return {"k": one} if meta.get("mapping") else one
     if "range" in meta:
-        return _inside(meta["range"])
+        return [_inside(meta["range"])] if meta.get("sequence") else _inside(meta["range"])
     if t is str:
         return "x"
     if typing.get_origin(t) is typing.Literal:
@@ -140,7 +140,8 @@ def _accepted(cls, field, raw) -> bool:
     key = "k"
     if meta.get("keys") and meta.get("closed"):
         key = meta["keys"][0]
-    data[field.name] = {key: raw} if meta.get("mapping") else raw
+    data[field.name] = {key: raw} if meta.get("mapping") else [raw] if meta.get("sequence") \
+        else raw
     try:
         CONVERTER.structure(data, cls)
     except Exception as exc:  # cattrs' validation group

@@ -45,10 +45,13 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 
-from ..errors import SpecError, UnknownNameError
-from ..registry import default_registry, is_path_ref
+from .. import bounds
+from ..errors import ArgumentError, SpecError, UnknownNameError, shown
+from ..registry import is_path_ref, resolve
+from ..types import CostModel, Precision
 from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
@@ -70,14 +73,41 @@ _NAMED = {
 }
 
 
-def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode") -> None:
-    """Refuse an unknown keyword, naming the closest and every keyword ``call`` accepts."""
+def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
+                    **named_args) -> None:
+    """Refuse an unknown keyword, naming the closest and every keyword ``call`` accepts, and
+    a setting or a named format argument (``precision``, ``kv_cache_dtype``, ``cost_model``)
+    of the wrong type; on every call, cached plan or not."""
+    for name, v in named_args.items():
+        if v is not None and not isinstance(v, str | Precision | CostModel):
+            raise ArgumentError(f"{name} must be a name such as "
+                                f"{'roofline' if name == 'cost_model' else 'bf16'!r}, got "
+                                f"{shown(v, 80)} ({type(v).__name__})")
     named = _NAMED.get(call, ())
     for k in settings:
         if k not in allowed:
             every = (*named, *allowed)
             raise UnknownNameError("keyword", k, every,
                                    hint=f"{call}() accepts: {', '.join(every)}.")
+    for name in ("draft", "conv_windows"):
+        v = settings.get(name, False)
+        if not isinstance(v, bool | np.bool_):
+            raise ArgumentError(f"{name} must be True or False, got {shown(v, 80)} "
+                                f"({type(v).__name__})")
+    fmts = settings.get("formats")
+    if fmts is not None and (not isinstance(fmts, dict) or not all(
+            isinstance(r, str) and isinstance(f, str | Precision) for r, f in fmts.items())):
+        raise ArgumentError(f"formats must map roles to formats, e.g. {{'experts': 'nvfp4', "
+                            f"'activations': 'fp8'}}, got {shown(fmts, 80)}; one format for "
+                            "everything is precision=")
+    ssm = settings.get("ssm_h_dtype")
+    if ssm is not None and not isinstance(ssm, str):
+        raise ArgumentError(f"ssm_h_dtype must be a format name such as 'f32', got "
+                            f"{shown(ssm, 80)} ({type(ssm).__name__})")
+    basis = settings.get("basis", "datasheet")
+    if not isinstance(basis, str) or basis not in DEFAULT_COST_MODELS:
+        raise ArgumentError(f"basis must be one of {', '.join(DEFAULT_COST_MODELS)}, got "
+                            f"{shown(basis, 80)}")
 
 
 def _ref_key(ref):
@@ -156,12 +186,13 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
                         kv_cache_dtype=kv_cache_dtype, ssm_h_dtype=settings.get("ssm_h_dtype"),
                         tp=tp)
     if mode == "decode" and not model.circuit.decoder:
-        raise ValueError(f"{w.name} is an encoder (template {model.template.name!r}): it has "
+        raise ArgumentError(f"{w.name} is an encoder (template {model.template.name!r}): it has "
                          "no decode step; use prefill")
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
     origin = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
     plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin)
+    plan = attrs.evolve(plan, provider=origin)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
     reg._memo[key] = (workload, device, out)
@@ -171,29 +202,39 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
 def plan(workload, device, mode="decode", precision=None, kv_cache_dtype=None,
          cost_model=None, registry=None, tp=1, **settings):
     """The compiled :class:`~roofkit.circuit.plan.Plan` the estimates run (cached)."""
-    _check_settings(settings, call="plan")
-    reg = default_registry() if registry is None else registry
+    _check_settings(settings, call="plan", precision=precision,
+                    kv_cache_dtype=kv_cache_dtype, cost_model=cost_model)
+    reg = resolve(registry)
     sections = PREFILL_SECTIONS if mode == "prefill" else DECODE_SECTIONS
     return _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings,
                  tp, sections)[0]
 
 
 def _as_count(name, v, low):
-    """A whole number >= ``low`` (or an array of them) as a float (array)."""
+    """A whole number >= ``low`` and within the bound of ``name`` (:mod:`roofkit.bounds`),
+    or an array of them, as a float (array); an ArgumentError otherwise."""
     if isinstance(v, list | tuple | np.ndarray):
         try:
             a = np.asarray(v, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be whole numbers at least {low}, got {v!r}") \
-                from None
+        except (TypeError, ValueError, OverflowError):
+            raise ArgumentError(f"{name} must be whole numbers at least {low}, got "
+                                f"{shown(v)}") from None
         if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < low) or \
                 np.any(a != np.floor(a)) or (isinstance(v, np.ndarray) and v.dtype == bool):
-            raise ValueError(f"{name} must be whole numbers at least {low} everywhere, got "
-                             f"{v!r}")
+            raise ArgumentError(f"{name} must be whole numbers at least {low} everywhere, "
+                                f"got {shown(v)}")
+        bounds.check_array(name, v if isinstance(v, np.ndarray) and v.dtype.kind in "ui"
+                           else a)
         return a
-    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) \
-            or not math.isfinite(v) or v < low or v != math.floor(v):
-        raise ValueError(f"{name} must be a whole number at least {low}, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise ArgumentError(f"{name} must be a whole number at least {low}, got {shown(v)}")
+    if isinstance(v, int | np.integer):
+        bounds.check_number(name, v)  # before any float(): 10**400 has none
+    elif not math.isfinite(v) or v != math.floor(v):
+        raise ArgumentError(f"{name} must be a whole number at least {low}, got {shown(v)}")
+    if v < low:
+        raise ArgumentError(f"{name} must be a whole number at least {low}, got {shown(v)}")
+    bounds.check_number(name, v)
     return float(v)
 
 
@@ -201,10 +242,13 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
               precision, mem_seqs, mem_context, plugins=()):
     out = plan.run(rows, context, seqs, head_rows)
     total = 0.0
-    for o in out:
-        total = total + o[3]
-    finite = np.all(np.isfinite(total)) if isinstance(total, np.ndarray) else \
-        math.isfinite(total)
+    try:  # a cost model's complex or non-numeric time is not finite either
+        for o in out:
+            total = total + o[3]
+        finite = math.isfinite(total) if type(total) is float else \
+            bool(np.isrealobj(total) and np.all(np.isfinite(total)))
+    except TypeError:
+        finite = False
     if not finite:
         raise plan.arithmetic_error(rows, context, seqs, head_rows)
     node_rows = []
@@ -247,8 +291,9 @@ def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dty
     costs many. The result's ``fits`` says whether weights plus the batch's KV and state fit
     in one device's usable memory (the estimate is given either way).
     """
-    _check_settings(settings, call="decode")
-    reg = default_registry() if registry is None else registry
+    _check_settings(settings, call="decode", precision=precision,
+                    kv_cache_dtype=kv_cache_dtype, cost_model=cost_model)
+    reg = resolve(registry)
     plan, fp, d = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
                         settings, tp)
     b = _as_count("batch", batch, 1)
@@ -268,19 +313,20 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
     token's logits), which a time to first token includes. The result's ``fits`` checks
     weights plus the KV and state of ``seqs`` sequences of ``tokens`` tokens.
     """
-    _check_settings(settings, call="prefill")
+    _check_settings(settings, call="prefill", precision=precision,
+                    kv_cache_dtype=kv_cache_dtype, cost_model=cost_model)
     if not isinstance(head, bool | np.bool_):
-        raise ValueError(f"head must be True or False, got {head!r}")
-    reg = default_registry() if registry is None else registry
+        raise ArgumentError(f"head must be True or False, got {shown(head, 80)}")
+    reg = resolve(registry)
     sections = PREFILL_HEAD_SECTIONS if head else PREFILL_SECTIONS
     plan, fp, d = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype,
                         cost_model, settings, tp, sections)
     t = _as_count("tokens", tokens, 1)
     s = _as_count("seqs", seqs, 1)
     half = np.maximum(t // 2, 1) if isinstance(t, np.ndarray) else max(t // 2, 1.0)
-    shown = {**settings, "head": bool(head)}
+    given = {**settings, "head": bool(head)}
     return _estimate(plan, fp, d, "prefill", s * t, half, s, s if head else None, seqs, tokens,
-                     shown, precision, s, t, reg.plugin_set)
+                     given, precision, s, t, reg.plugin_set)
 
 
 def footprint(workload, device=None, precision=None, kv_cache_dtype=None, registry=None,
@@ -290,8 +336,8 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
 
     With a ``device`` the weight floor's time at its bandwidth is given too.
     """
-    _check_settings(settings, call="footprint")
-    reg = default_registry() if registry is None else registry
+    _check_settings(settings, call="footprint", precision=precision, kv_cache_dtype=kv_cache_dtype)
+    reg = resolve(registry)
     workload, device = _by_file(reg, workload, device)
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
@@ -318,7 +364,7 @@ def _footprint(reg, model, d, basis, settings) -> Footprint:
     conv = settings.get("conv_windows", False)
     for name, v in (("draft", draft), ("conv_windows", conv)):
         if not isinstance(v, bool | np.bool_):
-            raise ValueError(f"{name} must be True or False, got {v!r}")
+            raise ArgumentError(f"{name} must be True or False, got {shown(v, 80)}")
     weights = kvpt = state = conv_state = 0.0
     by_role: dict[str, float] = {}
     by_section: dict[str, float] = {}
@@ -394,8 +440,8 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
     """Whether ``seqs`` sequences of ``context`` tokens fit in the usable memory of each of
     ``tp`` devices: weights + seqs * (KV(context) + recurrent state), plus the conv windows
     with ``conv_windows=True`` (the reference leaves them out)."""
-    _check_settings(settings, call="fits")
-    reg = default_registry() if registry is None else registry
+    _check_settings(settings, call="fits", precision=precision, kv_cache_dtype=kv_cache_dtype)
+    reg = resolve(registry)
     s = _as_count("seqs", seqs, 1)
     c = _as_count("context", context, 0)
     fp = footprint(workload, device, precision=precision, kv_cache_dtype=kv_cache_dtype,
@@ -423,4 +469,5 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
                required=req, usable=usable, capacity=mem.capacity,
                usable_fraction=mem.usable_fraction,
                usable_reason=mem.usable_reason or "the whole capacity (no usable_fraction "
-               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp)
+               "given)", margin=margin, max_seqs=max_seqs, footprint=fp, tp=fp.tp,
+               plugins=tuple(reg.plugin_set))

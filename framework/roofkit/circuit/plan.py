@@ -25,7 +25,7 @@ import ast
 import attrs
 import numpy as np
 
-from ..errors import PluginError, SpecError
+from ..errors import PluginError, RoofkitError, SpecError, cut
 from .collective import fastest
 from .formats import operand_precision
 from .ir import Node
@@ -85,6 +85,7 @@ class Plan:
     notes: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()  # precisions run at a fallback slot, for the basis
     rings: tuple = ()  # the link's ring models at the model's tp (collectives only)
+    provider: str = ""  # the plugin that registered the cost model (named in its errors)
 
     @property
     def kernels(self) -> int:
@@ -113,7 +114,9 @@ class Plan:
                     out = self._run(vec, rows, context, seqs, head_rows)
             else:
                 out = self._run(vec, rows, context, seqs, head_rows)
-        except (ArithmeticError, ValueError, TypeError) as exc:
+        except RoofkitError:
+            raise
+        except Exception as exc:  # a rule's arithmetic, or the cost model's own failure
             raise self.arithmetic_error(rows, context, seqs, head_rows, exc) from None
         return out
 
@@ -125,7 +128,8 @@ class Plan:
         from .spec import COST_FIELDS
 
         model = self.model
-        what = f"{type(exc).__name__} ({exc})" if exc is not None else "a non-finite value"
+        what = f"{type(exc).__name__} ({cut(exc, 300)})" if exc is not None else \
+            "a non-finite value"
         at = f"rows={_show(rows)}, context={_show(context)}, seqs={_show(seqs)}"
         for p in self.nodes:
             n = p.node
@@ -148,8 +152,14 @@ class Plan:
                         f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
                         f"{self.mode}.{field} {why} at {at}; check the workload's dims and "
                         "the rule")
+        who = f"cost model {self.cost_model.name!r}"
+        if self.provider and not self.provider.startswith("roofkit_builtins"):
+            return PluginError(f"{model.workload.name}: the {self.mode} estimate at {at} failed "
+                               f"with {what} in {who} of plugin {self.provider!r} (every op "
+                               "rule evaluates; the cost model's node time is at fault: it "
+                               "must return finite seconds, floats or numpy arrays)")
         return SpecError(f"{model.workload.name}: the {self.mode} estimate at {at} failed "
-                         f"with {what} in cost model {self.cost_model.name!r}")
+                         f"with {what} in {who}")
 
     def _run(self, vec, rows, context, seqs, head_rows):
         bw = self.roofline.bandwidth

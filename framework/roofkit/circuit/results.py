@@ -17,6 +17,8 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
+from ..results import Headline, Result
+
 
 def _plain(v):
     """numpy → lists and floats, for JSON."""
@@ -97,13 +99,20 @@ class NodeCost:
         return bound_of(self.t_memory, self.t_compute, self.time, self.t_link)
 
     def to_dict(self) -> dict:
-        out = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()}
+        """Plain values under unit-suffixed keys (``time_s``, ``memory_time_s``...)."""
+        out = {_NODE_KEYS.get(k, k): _plain(v)
+               for k, v in attrs.asdict(self, recurse=False).items()}
         out["bound"] = _plain(self.bound)
         return out
 
 
-@attrs.frozen
-class Estimate:
+#: NodeCost field -> its unit-suffixed key in ``to_dict()``
+_NODE_KEYS = {"time": "time_s", "t_memory": "memory_time_s", "t_compute": "compute_time_s",
+              "t_link": "link_time_s"}
+
+
+@attrs.frozen(repr=False)
+class Estimate(Result):
     """A decode step or a prefill on one device: per-node rows, totals and the basis.
 
     ``time`` is the sum of node times (s); ``bound`` the term that dominates the sum.
@@ -135,6 +144,39 @@ class Estimate:
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
     device_class: str = ""  # vendor and category, the stratum of its interval
     inside: bool = False  # its bandwidth is measured: the calibrated range of its interval
+
+    HEADLINE = (
+        Headline("time", "s", "time", key_name="time_s"),
+        Headline("memory_time", "s", "memory_time", key_name="memory_time_s"),
+        Headline("compute_time", "s", "compute_time", key_name="compute_time_s"),
+        Headline("link_time", "s", "link_time", key_name="link_time_s"),
+        Headline("flops", "FLOP", "flops", key_name="flops"),
+        Headline("bytes", "B", "bytes", key_name="bytes"),
+        Headline("tokens_per_second", "token/s", "tokens_per_second",
+                 key_name="tokens_per_s"),
+        Headline("energy", "J", "energy", key_name="energy_j"),
+        Headline("memory_required", "B", "memory_required", key_name="required_bytes"),
+    )
+    KIND = "estimate"
+    PLOT = "breakdown"
+
+    def title(self) -> str:
+        tp = f"{self.tp} x " if self.tp > 1 else ""
+        if self.mode == "decode":
+            what = f"decode, batch {_short_count(self.batch)} at context " \
+                   f"{_short_count(self.context)}"
+        else:
+            what = f"{self.mode}, {_short_count(self.tokens)} tokens"
+        return f"{self.workload} on {tp}{self.device}: {what}, {_plain(self.bound)}-bound"
+
+    def identity(self) -> dict:
+        return {"workload": self.workload, "device": self.device, "mode": self.mode,
+                "tp": self.tp, "batch": _plain(self.batch), "context": _plain(self.context),
+                "tokens": _plain(self.tokens)}
+
+    def frame_rows(self) -> list[dict]:
+        """One row per node (by time, longest first), as ``to_dict()["rows"]``."""
+        return [r.to_dict() for r in self.by("node")]
 
     @property
     def peak(self):
@@ -323,6 +365,11 @@ class Estimate:
         }
 
 
+#: Fit field -> its unit-suffixed key in ``to_dict()``
+_FIT_KEYS = {"required": "required_bytes", "usable": "usable_bytes",
+             "capacity": "capacity_bytes", "margin": "margin_bytes"}
+
+
 @attrs.frozen
 class Footprint:
     """What a workload holds in device memory.
@@ -384,13 +431,30 @@ class Footprint:
         return self.weights + seqs * self.per_seq(context)
 
     def to_dict(self) -> dict:
-        d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
-             if k != "kv_terms"}
-        return d
+        """Plain values under unit-suffixed keys."""
+        return {_FOOTPRINT_KEYS.get(k, k): _plain(v)
+                for k, v in attrs.asdict(self, recurse=False).items() if k != "kv_terms"}
 
 
-@attrs.frozen
-class Fit:
+#: Footprint field -> its unit-suffixed key in ``to_dict()``
+_FOOTPRINT_KEYS = {
+    "weights": "weights_bytes", "kv_per_token": "kv_bytes_per_token",
+    "state_per_seq": "state_bytes_per_seq", "weight_floor": "weight_floor_bytes",
+    "weight_floor_time": "weight_floor_time_s", "conv_state_per_seq": "conv_state_bytes_per_seq",
+    "weight_floor_all_sections": "weight_floor_all_sections_bytes",
+    "weight_floor_all_sections_time": "weight_floor_all_sections_time_s",
+    "weights_by_role": "weights_by_role_bytes", "weights_by_section": "weights_by_section_bytes",
+    "state_by_op": "state_by_op_bytes"}
+
+
+def _short_count(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"{int(v.min())}..{int(v.max())}" if v.size > 1 else str(int(v.reshape(-1)[0]))
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+@attrs.frozen(repr=False)
+class Fit(Result):
     """Whether ``seqs`` sequences of ``context`` tokens fit in the device's usable memory.
 
     usable = capacity * usable_fraction (the device spec gives the fraction's reason);
@@ -415,6 +479,38 @@ class Fit:
     max_seqs: int
     footprint: Footprint
     tp: int = 1
+    plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this check
+
+    HEADLINE = (
+        Headline("required", "B", "required", key_name="required_bytes"),
+        Headline("usable", "B", "usable", key_name="usable_bytes"),
+        Headline("margin", "B", "margin", key_name="margin_bytes"),
+        Headline("weights", "B", "weights", key_name="weights_bytes"),
+        Headline("kv", "B", "kv_bytes", key_name="kv_bytes"),
+        Headline("state", "B", "state_bytes", key_name="state_bytes"),
+        Headline("max_seqs", "", "max_seqs"),
+    )
+    KIND = "fit"
+    PLOT = "memory"
+
+    def title(self) -> str:
+        tp = f"{self.tp} x " if self.tp > 1 else ""
+        verdict = _plain(self.fits)
+        verdict = ("fits" if verdict else "does not fit") if isinstance(verdict, bool) else \
+            "fits (per point)"
+        return (f"{self.workload} on {tp}{self.device}: {_short_count(self.seqs)} seqs x "
+                f"{_short_count(self.context)} tokens, {verdict}")
+
+    def identity(self) -> dict:
+        return {"workload": self.workload, "device": self.device, "tp": self.tp,
+                "seqs": _plain(self.seqs), "context": _plain(self.context),
+                "fits": _plain(self.fits)}
+
+    @property
+    def basis(self) -> str:
+        """The device's capacity and usable fraction (from its spec); no roofline."""
+        return (f"device spec capacity {self.capacity:.6g} B x usable_fraction "
+                f"{self.usable_fraction:g} ({self.usable_reason})")
 
     @property
     def weights(self) -> float:
@@ -449,9 +545,12 @@ class Fit:
         return out
 
     def to_dict(self) -> dict:
-        d = {k: _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
+        """Plain values under unit-suffixed keys (the JSON of ``roofkit fit``)."""
+        d = {_FIT_KEYS.get(k, k): _plain(v) for k, v in attrs.asdict(self, recurse=False).items()
              if k != "footprint"}
-        d["weights"] = self.weights
+        d["plugins"] = list(self.plugins)
+        d["basis"] = self.basis
+        d["weights_bytes"] = self.weights
         d["kv_bytes"] = _plain(self.kv_bytes)
         d["state_bytes"] = _plain(self.state_bytes)
         d["conv_state_bytes"] = _plain(self.conv_state_bytes)

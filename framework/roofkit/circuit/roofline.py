@@ -217,6 +217,13 @@ def _measured_link(cal, device) -> LinkModel:
     return LinkModel(models, "calibrated")
 
 
+def default_basis(device, registry=None) -> str:
+    """The one default rule of every command: ``calibrated`` where ``device`` has measured
+    constants in ``specs/calibration/``, else ``datasheet``."""
+    return "calibrated" if device_roofline(device, "calibrated", registry).measured \
+        else "datasheet"
+
+
 def device_roofline(device, basis: str = "datasheet", registry=None) -> DeviceRoofline:
     """The roofline of ``device`` on ``basis`` ("datasheet" or "calibrated"); cached per
     registry (the constants do not change while a registry lives)."""

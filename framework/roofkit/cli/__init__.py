@@ -7,8 +7,6 @@ import argparse
 import importlib
 import sys
 
-from ..errors import OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
-
 #: command modules, each with ``register(subparsers)``
 COMMAND_MODULES = [
     "roofkit.cli.catalog",
@@ -18,15 +16,19 @@ COMMAND_MODULES = [
     "roofkit.cli.serving",
     "roofkit.cli.calibrate",
     "roofkit.cli.completion",
+    "roofkit.cli.plot",
     "roofkit.cli.fleet",
+    "roofkit.cli.importers",
+    "roofkit.cli.docs",
+    "roofkit.cli.load",
 ]
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse exits 2; roofkit reserves 2 for "does not fit"
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(1)
+        from .failure import UsageError
+
+        raise UsageError(message, self.format_usage(), self.prog)
 
 
 #: the options every command takes, before or after its name: (flags, dest, kwargs)
@@ -89,31 +91,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _wants_json(argv, args=None) -> bool:
+    """Whether the command asked for ``--json`` (read from the words when parsing failed)."""
+    if args is not None:
+        return bool(getattr(args, "json", False))
+    words = sys.argv[1:] if argv is None else argv
+    return any(isinstance(w, str) and w == "--json" for w in words)
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = merge_global_options(parser.parse_args(argv))
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 1
+    """Run one command; every failure is one message (``--json``: one JSON object on stdout,
+    :mod:`roofkit.cli.failure`) and an exit code of 1 (bad input) or 2 (does not fit)."""
+    from . import failure
+
+    args = None
     try:
+        parser = build_parser()
+        args = merge_global_options(parser.parse_args(argv))
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 1
         from . import common
 
         common.announce_names(args)
         return args.func(args) or 0
-    except OOMError as exc:
-        print(f"roofkit: does not fit: {exc}", file=sys.stderr)
-        return 2
-    except (SpecError, UnknownNameError, PluginError) as exc:
-        print(f"roofkit: {exc}", file=sys.stderr)
-        return 1
-    except RoofkitError as exc:
-        print(f"roofkit: {exc}", file=sys.stderr)
-        return 1
-    except ValueError as exc:  # validation of numeric arguments
-        print(f"roofkit: {exc}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         return 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except failure.UsageError as exc:  # as argparse does: exit (1, not argparse's 2)
+        raise SystemExit(failure.report(exc, _wants_json(argv, args))) from None
+    except Exception as exc:  # every failure: reported once, the command's way
+        return failure.report(exc, _wants_json(argv, args))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,8 +31,10 @@ def register(sub) -> None:
                    help="only this category (cloud, workstation, mobile, edge, tiny)")
     p.set_defaults(func=cmd_devices)
 
-    p = sub.add_parser("show", help="every field of a device or cluster, with units and sources")
-    p.add_argument("device", help="device or cluster key, alias, TOML path or NxDEVICE")
+    p = sub.add_parser("show", help="every field of a device, cluster or engine profile, "
+                       "with units and sources")
+    p.add_argument("device", help="device, cluster or engine key, alias, TOML path or "
+                   "NxDEVICE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
@@ -111,6 +113,11 @@ def cmd_show(args) -> int:
         from .fleet import show_cluster
 
         return show_cluster(reg, cluster, args.json)
+    engines = reg.catalogues.get("engines")
+    if engines is not None and args.device in engines and args.device not in reg.devices:
+        from .load import show_engine
+
+        return show_engine(args, reg, args.device)
     d = reg.device(args.device)
     data = common.spec_to_dict(d)
     try:

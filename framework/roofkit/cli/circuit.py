@@ -42,7 +42,8 @@ def _common(p, *, costed: bool = True) -> None:
                             "datasheet, roofline_calibrated on the calibrated basis")
         p.add_argument("--by", choices=("node", "op", "section"), default="node",
                        help="group the rows")
-        p.add_argument("--top", type=int, default=0, help="show only the N longest rows")
+        p.add_argument("--top", type=common.count(0), default=0,
+                       help="show only the N longest rows (0, the default: all)")
         p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
                        help="prediction interval level from out-of-sample validation "
                             "residuals (default 0.8)")

@@ -21,8 +21,17 @@ def registry(args):
 
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_default, allow_nan=False)
-    sys.stdout.write("\n")
+    """Print ``obj`` as strict JSON, built whole first: a value JSON cannot hold (NaN) is an
+    error before anything is written, never a half-printed document."""
+    from ..errors import RoofkitError
+
+    try:
+        text = json.dumps(obj, indent=2, default=_default, allow_nan=False)
+    except ValueError as exc:
+        raise RoofkitError(f"the result holds a number JSON cannot represent ({exc}); a "
+                           "NaN in a result means an input was not a number: check the "
+                           "spec values and arguments") from None
+    sys.stdout.write(text + "\n")
 
 
 def _default(o):
@@ -202,3 +211,21 @@ def announce_names(args) -> None:
         note = None if cat is None else name_note(cat, ref)
         if note:
             print(f"roofkit: {note}", file=sys.stderr)
+
+
+def count(minimum: int):
+    """argparse type: an integer >= ``minimum`` (``--top -1`` is refused, not read as 0)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:60]!r}") \
+                from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse

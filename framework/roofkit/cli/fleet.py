@@ -12,6 +12,33 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_clusters)
 
+    p = sub.add_parser("train", help="training step time, MFU and memory of a layout on a "
+                       "cluster; --search ranks every valid layout")
+    p.add_argument("workload")
+    p.add_argument("cluster", help="cluster key, alias, TOML path or NxDEVICE (64xh100)")
+    p.add_argument("--devices", type=int, dest="device_count", metavar="N")
+    for flag in ("tp", "pp", "vpp", "cp", "ep"):
+        p.add_argument(f"--{flag}", type=int, default=None if flag in ("tp", "pp") else 1)
+    p.add_argument("--dp", type=int)
+    p.add_argument("--micro-batch", type=int, default=None)
+    p.add_argument("--global-batch", type=int)
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp8"), default="bf16")
+    p.add_argument("--recompute", choices=("none", "selective", "full"), default=None)
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=None)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--lora", type=int, metavar="RANK")
+    group.add_argument("--qlora", type=int, metavar="RANK")
+    p.add_argument("--capacity-factor", type=float, default=1.0)
+    p.add_argument("--collective-algorithm", help="a registered collective algorithm")
+    p.add_argument("--price-per-device-hour", type=float, metavar="USD")
+    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="calibrated")
+    p.add_argument("--search", action="store_true",
+                   help="enumerate every valid layout; print the fastest that fit")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_train)
+
 
 def cluster_summary(c) -> dict:
     out = {"name": c.name, "display_name": c.display_name, "device": c.device,
@@ -83,4 +110,106 @@ def show_cluster(reg, c, as_json: bool) -> int:
     print("sources:")
     for k, url in c.sources.items():
         print(f"  {k}: {url}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    reg = common.registry(args)
+    if args.search:
+        from ..fleet.search import search_layouts
+
+        result = search_layouts(
+            args.workload, args.cluster, devices=args.device_count, global_batch=args.global_batch,
+            seq_len=args.seq_len, precision=args.precision, basis=args.basis,
+            lora=args.lora, qlora=args.qlora, top=args.top, registry=reg,
+            fixed={k: getattr(args, k) for k in ("tp", "pp", "micro_batch", "recompute",
+                                                  "zero") if getattr(args, k) is not None})
+        if args.json:
+            common.print_json(result.to_dict())
+        else:
+            print(result.text())
+        return 0
+    from ..fleet.training import train
+
+    est = train(args.workload, args.cluster, devices=args.device_count, tp=args.tp or 1,
+                pp=args.pp or 1, vpp=args.vpp, dp=args.dp, cp=args.cp, ep=args.ep,
+                micro_batch=args.micro_batch or 1, global_batch=args.global_batch,
+                seq_len=args.seq_len, precision=args.precision,
+                recompute=args.recompute or "none", zero=args.zero or 0, lora=args.lora,
+                qlora=args.qlora, basis=args.basis, capacity_factor=args.capacity_factor,
+                collective_algorithm=args.collective_algorithm,
+                price_per_device_hour=args.price_per_device_hour, registry=reg)
+    if args.json:
+        common.print_json(est.to_dict())
+        return 0
+    print(training_text(est))
+    return 0
+
+
+def training_text(est) -> str:
+    d = est.to_dict()
+    lo = est.layout
+    lines = [f"{est.workload} on {lo.devices} x {est.device} ({est.cluster}): tp {lo.tp}, "
+             f"pp {lo.pp} (vpp {lo.vpp}), dp {lo.dp}, cp {lo.cp}, ep {lo.ep}, micro-batch "
+             f"{lo.micro_batch} x {lo.micro_batches}, global batch {lo.global_batch} x "
+             f"{lo.seq_len} tokens, {lo.precision}, recompute {lo.recompute}, ZeRO {lo.zero}"
+             + (f", {'QLoRA' if lo.qlora else 'LoRA'} rank {lo.lora}" if lo.lora else ""),
+             f"step {units.fmt(est.step_time_s, 'time')}, {est.tokens_per_s:,.0f} tokens/s, "
+             f"MFU {est.mfu:.1%}, HFU {est.hfu:.1%}"]
+    rows = [[k, units.fmt(v, "time"), f"{v / est.step_time_s:.1%}"]
+            for k, v in est.breakdown.items() if v > 0]
+    lines += ["", common.table(rows, ["part", "time", "share"], "lrr")]
+    mem = [[k, units.fmt(v, "bytes")] for k, v in est.memory_parts.items()]
+    mem.append(["total", units.fmt(est.memory_per_device_bytes, "bytes")])
+    lines += ["", common.table(mem, ["memory per device", "bytes"], "lr")]
+    verdict = "fits" if est.fits else "does not fit"
+    lines.append(f"{verdict} in {units.fmt(est.capacity, 'bytes')} "
+                 f"(headroom {units.fmt(abs(d['headroom_bytes']), 'bytes')}"
+                 f"{'' if est.fits else ' short'})")
+    for g, p in est.placement.items():
+        lines.append(f"  {g} {p['size']}: {p['where']}")
+    if "energy_per_step_j" in d:
+        lines.append(f"energy {units.fmt(d['energy_per_step_j'], 'energy')} per step")
+    if "cost_per_step_usd" in d:
+        lines.append(f"cost ${d['cost_per_step_usd']:.4g} per step, "
+                     f"${d['cost_per_million_tokens_usd']:.4g} per million tokens")
+    lines.append(f"basis: {est.basis}")
+    return "\n".join(lines)
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:+.1%}"
+
+
+def cmd_validate_training(args) -> int:
+    """``roofkit validate --kind training``: every case on both bases, median and max."""
+    from ..fleet.validation import run
+
+    report = run(registry=common.registry(args))
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+    rows = [[c.name, c.config, f"{c.measured:.4g} s",
+             f"{c.predicted['datasheet']:.4g}" if "datasheet" in c.predicted else "-",
+             _pct(c.error("datasheet")),
+             f"{c.predicted['calibrated']:.4g}" if "calibrated" in c.predicted else "-",
+             _pct(c.error("calibrated")), "yes" if c.scored else "no"] for c in report.cases]
+    head = ["case", "layout", "measured", "datasheet", "err", "calibrated", "err", "scored"]
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join(str(x) for x in r) + " |")
+    else:
+        print(common.table(rows, head, "llrrrrrl"))
+    for c in report.cases:
+        if not c.scored:
+            print(f"  {c.name}: not scored: {c.reason}")
+    print("error = (predicted - measured) / measured, step time")
+    for basis in ("datasheet", "calibrated"):
+        s = report.summary()[basis]
+        med = "-" if s["median_abs_error"] is None else f"{s['median_abs_error']:.1%}"
+        mx = "-" if s["max_abs_error"] is None else f"{s['max_abs_error']:.1%}"
+        print(f"{basis:>10}: median |error| {med}, max |error| {mx} over {s['scored']} "
+              "scored training cases")
     return 0

@@ -34,6 +34,8 @@ def register(sub) -> None:
 def cmd_scenarios(args) -> int:
     reg = common.registry(args)
     cat = reg.catalogues["scenarios"]
+    if args.kind:
+        reg.scenario_kind(args.kind)  # an unknown kind is refused with the closest ones
     specs = [s for s in cat.values() if not args.kind or s.kind.lower() == args.kind.lower()]
     if args.json:
         common.print_json([{

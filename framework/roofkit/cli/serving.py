@@ -49,6 +49,12 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
+    p.add_argument("--kind", choices=("serving", "training", "load"), default="serving",
+                   help="serving (specs/validation), training (specs/training) or load (the "
+                        "serving-under-load cases of specs/load_cases, predicted by the "
+                        "simulator)")
+    p.add_argument("--case", action="append", default=None, metavar="NAME",
+                   help="with --kind load: only this case (repeatable)")
     p.set_defaults(func=cmd_validate)
 
 
@@ -64,7 +70,7 @@ def cmd_serve(args) -> int:
     if args.max_load and args.batch is not None:
         raise RoofkitError("--max-load sizes the batch from the KV cache; drop --batch "
                            "(cap the requests in flight with --max-requests N)")
-    if not args.max_load and (args.admission or args.max_requests):
+    if not args.max_load and (args.admission or args.max_requests is not None):
         raise RoofkitError("--admission and --max-requests belong to --max-load; add "
                            "--max-load, or set the batch with --batch B")
     if args.max_load:
@@ -78,15 +84,14 @@ def cmd_serve(args) -> int:
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
-                    engine=args.engine,
-                    require_fit=args.require_fit)
+                    engine=args.engine)
     from ..intervals import check_level
 
     level = check_level(args.interval)
     data = est.to_dict(level=level)
     if args.json:
         common.print_json(data)
-        return 0
+        return _enforce_fit(args, est)
     tp = f"{est.tp} x " if est.tp > 1 else ""
     print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
           f"{est.output_len} out, weights {est.precision} ({est.slot} slot), "
@@ -116,7 +121,22 @@ def cmd_serve(args) -> int:
     print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
-    return 0
+    return _enforce_fit(args, est)
+
+
+def _enforce_fit(args, est) -> int:
+    """``--require-fit``: exit 2 when weights and KV do not fit, after the estimate is
+    printed (text or JSON, as ``solve --enforce-fit`` and ``fit --enforce`` do)."""
+    if not args.require_fit or est.fits:
+        return 0
+    import sys
+
+    print(f"roofkit: does not fit (--require-fit, exit 2): {est.workload} at batch "
+          f"{est.batch}, context {est.fit_context} needs "
+          f"{units.fmt(est.memory_per_device, 'bytes')} per device; {est.device} has "
+          f"{units.fmt(est.usable_memory, 'bytes')} usable (largest batch that fits: "
+          f"{est.max_batch()})", file=sys.stderr)
+    return 2
 
 
 def _num(v) -> str:
@@ -179,9 +199,17 @@ def _markdown(report) -> str:
 
 
 def cmd_validate(args) -> int:
+    if getattr(args, "kind", "serving") == "training":
+        from .fleet import cmd_validate_training
+
+        return cmd_validate_training(args)
     from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED, run
 
     reg = common.registry(args)
+    if args.kind == "load":
+        from .load import validate_load
+
+        return validate_load(args, reg)
     report = run(registry=reg)
     if args.json:
         common.print_json(report.to_dict())

@@ -39,10 +39,11 @@ ACTIVATION_BYTES_SBH = 34.0
 ACTIVATION_BYTES_ATTENTION = 5.0
 ACTIVATION_BYTES_SBH_FULL_RECOMPUTE = 2.0
 ACTIVATION_REFERENCE_ELEMENT_BYTES = 2.0
-#: Workloads without a transformer's dims: training footprint = weights times this
-#: (weights + gradients + optimizer state, roughly) …
-GENERIC_TRAINING_WEIGHT_MULTIPLE = 3.0
-#: … and with the LoRA approximation, weights plus a tenth for adapters and their state.
+#: Workloads without a transformer's dims train with weights + gradients (each P * e) + the
+#: Adam state (ADAM_STATE_BYTES_PER_PARAM * P): M = 2 * W + 12 * P, no activation term
+#: (the reference names none for them) …
+#: … and with the LoRA approximation, weights plus a tenth for adapters and their state
+#: (the reference's "1.1-times-weights heuristic").
 GENERIC_LORA_WEIGHT_MULTIPLE = 1.1
 
 # -- bandwidth path -------------------------------------------------------------------------

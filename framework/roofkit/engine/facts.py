@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import units
 from ..errors import RoofkitError, UnknownNameError, closest
 from ..files import real_path
-from ..registry import Registry, default_registry, is_path_ref
+from ..registry import Registry, is_path_ref, resolve
 
 
 class WorkloadFacts:
@@ -57,18 +57,20 @@ class WorkloadFacts:
 class DeviceFacts:
     """A device reduced to SI floats: peaks per slot, memory tiers, overheads, TDP.
 
-    The bandwidth path of ``Engine.solve`` (scalar and vectorized alike) is decided here:
+    The capacity check and the bandwidth path of ``Engine.solve`` (scalar and vectorized
+    alike) are decided here:
 
-    * it fits when the footprint is within primary memory, or, in inference, when the
-      weights fit the device's flash (weights stay in flash and are read in place; flash is
-      read-only at run time, so training checks primary memory only);
+    * it fits (``feasible``) when the footprint is within primary memory, as the reference
+      says; flash does not make a configuration fit (:meth:`fits`);
     * when it fits: on-chip SRAM if the weights fit in it, else flash when the device has
       one that holds the weights (inference only), else primary memory
       (:meth:`resident_path`);
-    * when it does not: host offload at ``min(memory, host link)``, all traffic charged at
-      the limiting link, if the spec declares a ``[host_link]``; without one nothing can be
-      offloaded, so there is no path (bandwidth 0, tier ``"none"``: infinite latency)
-      (:meth:`misfit_path`).
+    * when it does not, the offload-limited estimate (:meth:`misfit_path`): in inference,
+      flash when it holds the weights (they are read in place: ``flash_resident``; flash is
+      read-only at run time, so never in training); else host offload at
+      ``min(memory, host link)``, all traffic charged at the limiting link, if the spec
+      declares a ``[host_link]``; without one nothing can be offloaded, so there is no path
+      (bandwidth 0, tier ``"none"``: infinite latency).
     """
 
     __slots__ = (
@@ -129,9 +131,9 @@ class DeviceFacts:
         """Whether the weights fit the device's flash (a flash tier with a bandwidth)."""
         return self.flash_capacity is not None and weights <= self.flash_capacity
 
-    def fits(self, footprint: float, weights: float, training: bool) -> bool:
-        """The footprint within primary memory, or (inference) the weights within flash."""
-        return footprint <= self.capacity or (not training and self.flash_holds(weights))
+    def fits(self, footprint: float) -> bool:
+        """The reference's capacity check: the footprint within primary memory."""
+        return footprint <= self.capacity
 
     def resident_path(self, weights: float, training: bool = False) -> tuple[float, str]:
         """(bandwidth, tier) when the configuration fits: weights resident in SRAM, else
@@ -143,33 +145,45 @@ class DeviceFacts:
             return self.flash_bandwidth, "flash"
         return self.bandwidth, "memory"
 
-    def misfit_path(self) -> tuple[float, str]:
-        """(bandwidth, tier) when it does not fit: host offload, or no path at all."""
+    def misfit_path(self, weights: float = float("inf"), training: bool = True
+                    ) -> tuple[float, str]:
+        """(bandwidth, tier) of the offload-limited estimate when it does not fit: the
+        weights read in place from flash (inference, flash holding them), host offload, or
+        no path at all."""
+        if not training and self.flash_holds(weights):
+            return self.flash_bandwidth, "flash"
         return self.offload_bandwidth, self.offload_tier
 
-    def misfit_reason(self, need: str, what: str, training: bool) -> str:
+    def misfit_reason(self, need: str, what: str, training: bool,
+                      weights: float = float("inf")) -> str:
         """Why a configuration does not fit: ``need`` (e.g. "needs 25 MB") and ``what``
-        (e.g. "int8 weights"), with the tiers that were tried and whether it can be
-        offloaded. One text for the scalar and the vectorized sweeps."""
+        (e.g. "int8 weights"), with the tiers that were tried and how its latency is
+        estimated. One text for the scalar and the vectorized sweeps."""
         cap = units.fmt(self.capacity, "bytes")
         text = f"{need} ({what}) but {self.name} has {cap}"
         if self.flash_capacity is not None:
+            flash = units.fmt(self.flash_capacity, "bytes")
             if training:
-                text += (f" (its {units.fmt(self.flash_capacity, 'bytes')} flash is read-only "
-                         "at run time: training state cannot live there)")
+                text += (f" (its {flash} flash is read-only at run time: training state "
+                         "cannot live there)")
+            elif self.flash_holds(weights):
+                return (text + f"; the weights fit its {flash} of flash, so the latency "
+                        "reads them in place from flash (flash_resident)")
             else:
-                text += f" and {units.fmt(self.flash_capacity, 'bytes')} of flash"
+                text += f" and {flash} of flash"
         if not self.host_link_declared:
             text += "; no [host_link], so nothing can be offloaded: it cannot run"
         return text
 
     def fit_reason(self, what: str, weights: float, training: bool) -> str:
         """Why a configuration fits (the tier that holds it)."""
-        if training or weights <= self.capacity or not self.flash_holds(weights):
-            return f"fits: {what} within {self.name}'s {units.fmt(self.capacity, 'bytes')}"
-        return (f"fits: {what} within {self.name}'s {units.fmt(self.flash_capacity, 'bytes')} "
-                f"of flash (beyond its {units.fmt(self.capacity, 'bytes')} of memory), read "
-                "in place")
+        text = f"fits: {what} within {self.name}'s {units.fmt(self.capacity, 'bytes')}"
+        if not training and self.sram_capacity is not None and weights <= self.sram_capacity:
+            return text
+        if not training and self.flash_holds(weights):
+            text += (f"; the weights stay in its {units.fmt(self.flash_capacity, 'bytes')} of "
+                     "flash, read in place")
+        return text
 
     def peak(self, prec: PrecisionFacts) -> tuple[float, str, bool]:
         """(FLOP/s, slot used, fell back?) for a precision: its own slot's peak, or, as the
@@ -246,7 +260,7 @@ class EngineCache:
             return hit
         hit = self.by_id.get(id(ref))
         if hit is None or hit.spec is not ref:
-            spec = self.registry.workload(ref)  # type check: a Workload spec or TypeError
+            spec = self.registry.workload(ref)  # type check: a Workload spec or ArgumentError
             hit = self.by_id[id(ref)] = workload_facts(spec, self.registry)
         return hit
 
@@ -292,14 +306,17 @@ class EngineCache:
 
     # -- precisions ----------------------------------------------------------------------
     def precision(self, name) -> PrecisionFacts:
-        hit = self.precisions.get(name)
+        hit = self.precisions.get(name) if isinstance(name, str) else None
         if hit is None:
             if not isinstance(name, str):
                 from ..types import Precision
 
                 if isinstance(name, Precision):
                     return PrecisionFacts(name)
-                raise TypeError(f"precision must be a name such as 'bf16', got {name!r}")
+                from ..errors import ArgumentError, shown
+
+                raise ArgumentError(f"precision must be a name such as 'bf16', got "
+                                    f"{shown(name, 80)} ({type(name).__name__})")
             table = self.registry.precisions
             prec = table.get(name.strip().lower())
             if prec is None:
@@ -319,7 +336,7 @@ _LAST: tuple = (None, None)
 def cache_for(registry: Registry | None) -> EngineCache:
     """The engine cache of ``registry`` (the process default registry when None)."""
     global _LAST
-    reg = default_registry() if registry is None else registry
+    reg = resolve(registry)
     last = _LAST
     if reg is last[0]:
         return last[1]

@@ -8,6 +8,7 @@ pays for pint. ``to_dict()`` gives plain floats under unit-suffixed keys.
 from __future__ import annotations
 
 from .. import units
+from ..results import Headline, Result
 from . import calibration as cal
 
 _TIER_NAMES = {
@@ -19,7 +20,7 @@ _TIER_NAMES = {
 }
 
 
-class PerformanceProfile:
+class PerformanceProfile(Result):
     """Latency, throughput, energy, footprint, utilization and bound of one configuration.
 
     ``latency = max(latency_compute, latency_memory) + latency_overhead``;
@@ -58,6 +59,31 @@ class PerformanceProfile:
         "mfu",
         "overhead_dominated",
     )
+
+    HEADLINE = (
+        Headline("latency", "ms", lambda p: p._t * 1e3),
+        Headline("latency_compute", "ms", lambda p: p._tc * 1e3),
+        Headline("latency_memory", "ms", lambda p: p._tm * 1e3),
+        Headline("latency_overhead", "ms", lambda p: p._to * 1e3),
+        Headline("throughput", "1/s", lambda p: p._thr),
+        Headline("energy", "J", lambda p: p._energy),
+        Headline("memory_footprint", "B", lambda p: p._footprint),
+        Headline("mfu", "", lambda p: p.mfu),
+        Headline("hfu", "", lambda p: p.hfu),
+    )
+    KIND = "Engine profile"
+    PLOT = "roofline"
+
+    def title(self) -> str:
+        return (f"{self._wf.name} on {self._df.name}: batch {self._inputs[0]}, "
+                f"{self._inputs[1]}, {self.bottleneck}-bound, "
+                f"{'fits' if self.feasible else 'does not fit'}")
+
+    def identity(self) -> dict:
+        return {"workload": self._wf.name, "device": self._df.name,
+                "batch": self._inputs[0], "precision": self._inputs[1],
+                "is_training": self._inputs[3], "bottleneck": self.bottleneck,
+                "feasible": self.feasible}
 
     def __init__(self, t, tc, tm, to, thr, energy, footprint, mfu, hfu, bottleneck, feasible,
                  overhead_dominated, bw, tier, peak, slot, fell_back, ops_model, ops_hw,
@@ -156,10 +182,19 @@ class PerformanceProfile:
 
     @property
     def offload_spill(self):
-        """Bytes beyond the device's capacity that must be offloaded (0 B when it fits,
-        including weights that fit the device's flash)."""
-        spill = 0.0 if self.feasible else max(self._footprint - self._df.capacity, 0.0)
+        """Bytes beyond the device's capacity that must be offloaded to the host (0 B when it
+        fits, or when the weights are read in place from flash)."""
+        spill = 0.0 if self.feasible or self._tier == "flash" else \
+            max(self._footprint - self._df.capacity, 0.0)
         return self._quantity("offload_spill", spill, "B")
+
+    @property
+    def flash_resident(self) -> bool:
+        """Whether the weights live in the device's flash and are read in place (the
+        bandwidth path is flash). Flash residency is not capacity: a footprint beyond primary
+        memory is ``feasible=False`` even when flash holds the weights, as the reference
+        says; the latency is then the flash-limited estimate."""
+        return self._tier == "flash"
 
     # -- plain values ------------------------------------------------------------------------
     @property
@@ -256,11 +291,17 @@ class PerformanceProfile:
                 f"dp_size {dp}{', LoRA' if lora else ''}"
                 f"{', full recomputation' if recompute else ''})")
         elif training:
-            mult = (cal.GENERIC_LORA_WEIGHT_MULTIPLE if lora
-                    else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE)
             note = "" if zero == 0 else "; ZeRO sharding applies to the transformer formula only"
-            lines.append(f"training memory: {mult:g} x weights {fmt(self._weights, 'bytes')} "
-                         f"(no transformer dims{', LoRA' if lora else ''}){note}")
+            w = fmt(self._weights, "bytes")
+            if lora:
+                lines.append(f"training memory: {cal.GENERIC_LORA_WEIGHT_MULTIPLE:g} x weights "
+                             f"{w} (no transformer dims, LoRA){note}")
+            else:
+                lines.append(
+                    f"training memory: weights {w} + gradients {w} + Adam state "
+                    f"{cal.ADAM_STATE_BYTES_PER_PARAM:g} B x {wf.params:.4g} parameters "
+                    f"{fmt(cal.ADAM_STATE_BYTES_PER_PARAM * wf.params, 'bytes')} = "
+                    f"{fmt(self._footprint, 'bytes')} (no transformer dims){note}")
         peak_line = (f"compute ceiling: {fmt(self._peak, 'throughput')} ({self._slot}) x "
                      f"efficiency {eff:g} = {fmt(self._peak * eff, 'throughput')}")
         if self._fell_back:
@@ -319,10 +360,10 @@ class PerformanceProfile:
         if self._footprint <= df.capacity:
             return f"{need} <= {mem}: fits"
         flash = df.flash_capacity
-        if self.feasible:  # inference whose weights fit the flash
-            return (f"{need} > {mem} (primary memory) but <= its "
-                    f"{fmt(flash, 'bytes')} flash: fits, the weights stay in flash and are "
-                    "read in place")
+        if self._tier == "flash":  # inference whose weights fit the flash
+            return (f"{need} > {mem} (primary memory): DOES NOT FIT (the reference's capacity "
+                    f"check); its {fmt(flash, 'bytes')} flash holds the weights, so the "
+                    "latency is the flash-limited estimate, reading them in place")
         if flash is None:
             return f"{need} > {mem}: DOES NOT FIT"
         if training:
@@ -417,6 +458,7 @@ class PerformanceProfile:
             "mfu": self.mfu,
             "hfu": self.hfu,
             "bandwidth_path": self._tier,
+            "flash_resident": self._tier == "flash",
             "peak_flops_per_s": self._peak,
             "compute_slot": self._slot,
             "fell_back": self._fell_back,
@@ -440,8 +482,3 @@ class PerformanceProfile:
             f"energy     {fmt(self._energy, 'energy')}   footprint "
             f"{fmt(self._footprint, 'bytes')}   MFU {self.mfu:.3f}  HFU {self.hfu:.3f}",
         ])
-
-    def __repr__(self) -> str:
-        return (f"<PerformanceProfile {self._wf.name} on {self._df.name}: "
-                f"latency {units.fmt(self._t, 'time')}, {self.bottleneck}, "
-                f"feasible={self.feasible}>")

@@ -6,10 +6,12 @@ F_batch is the batch's forward FLOPs, times 3 forward-equivalents in training (4
 activation recomputation), with a token-based workload's per-token FLOPs times seq_len in
 training; W the weight bytes at the precision; B the batch; BW the bandwidth of the selected
 path (:class:`~roofkit.engine.facts.DeviceFacts`: on-chip SRAM when the weights fit in it,
-flash when the device has one that holds the weights (inference only; weights beyond primary
-memory but within flash fit and stream from it), else primary memory; host offload at the
-limiting link when the footprint does not fit, or no path at all, BW = 0 and an infinite
-latency, when the device declares no ``[host_link]``); m = 3 in training, 1 in inference.
+flash when the device has one that holds the weights (inference only), else primary memory;
+when the footprint exceeds primary memory it does not fit (``feasible=False``; OOMError with
+``raise_errors=True``) and the offload-limited estimate reads the weights in place from flash
+when flash holds them (inference: ``flash_resident``), else offloads to the host at the
+limiting link, or has no path at all, BW = 0 and an infinite latency, when the device
+declares no ``[host_link]``); m = 3 in training, 1 in inference.
 Throughput = B / T. MFU and HFU are model and hardware FLOPs over T * F_peak (they differ only
 by recomputation). Energy = TDP * (idle + dynamic * HFU) * T, 0 without a TDP.
 """
@@ -17,6 +19,7 @@ by recomputation). Energy = TDP * (idle + dynamic * HFU) * T, 0 without a TDP.
 from __future__ import annotations
 
 from .. import units
+from ..bounds import MAX_BATCH, MAX_DEVICES, MAX_TOKENS
 from ..errors import OOMError
 from . import calibration as cal
 from . import validation
@@ -46,13 +49,13 @@ def solve(model, hardware, batch_size=1, precision="fp16", efficiency=0.5, raise
     circuit's per-node estimate instead of the reference equation.
     """
     # -- validation: a few comparisons on the fast path ----------------------------------
-    if type(batch_size) is not int or batch_size < 1:
+    if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
         batch_size = validation.positive_int("batch_size", batch_size)
     if type(efficiency) is not float or not (_EFF_MIN <= efficiency <= _EFF_MAX):
         efficiency = validation.efficiency(efficiency)
-    if type(seq_len) is not int or seq_len < 1:
+    if type(seq_len) is not int or not 1 <= seq_len <= MAX_TOKENS:
         seq_len = validation.positive_int("seq_len", seq_len)
-    if type(dp_size) is not int or dp_size < 1:
+    if type(dp_size) is not int or not 1 <= dp_size <= MAX_DEVICES:
         dp_size = validation.positive_int("dp_size", dp_size)
     if type(zero_stage) is not int or not (0 <= zero_stage <= 3):
         zero_stage = validation.zero_stage(zero_stage)
@@ -101,7 +104,7 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
                 lora=lora, recompute=recompute)
             footprint = parts["total"]
         else:
-            footprint = generic_training_memory(weights, lora=lora)
+            footprint = generic_training_memory(wf.params, prec.bytes_per_element, lora=lora)
         launch = _TRAIN_LAUNCH
     else:
         ops_model = ops_hw = wf.flops * batch
@@ -109,9 +112,8 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
         launch = _INFER_LAUNCH
 
     capacity = df.capacity
-    # DeviceFacts.fits, with the common case (it fits primary memory) tested inline
-    if footprint <= capacity or (not training and df.flash_holds(weights)):
-        # fits primary memory, or (inference) the weights stay in flash, read in place
+    # DeviceFacts.fits inline: the reference's capacity check, primary memory only
+    if footprint <= capacity:
         feasible = True
         bw, tier = df.resident_path(weights, training)
     else:
@@ -119,9 +121,11 @@ def _roofline(wf, df, prec, batch, eff, raise_errors, training, seq_len, zero, d
         if raise_errors:
             what = f"{'training state' if training else 'weights'} at {prec.name}"
             raise OOMError(f"{wf.name} " + df.misfit_reason(
-                f"needs {units.fmt(footprint, 'bytes')}", what, training),
+                f"needs {units.fmt(footprint, 'bytes')}", what, training, weights),
                 footprint, capacity)
-        bw, tier = df.misfit_path()  # host offload, or "none" (no host link: no path)
+        # the offload-limited estimate: weights read in place from flash (inference), host
+        # offload, or "none" (no host link: no path)
+        bw, tier = df.misfit_path(weights, training)
 
     t_compute = ops_hw / (peak * eff) if ops_hw > 0.0 else 0.0
     traffic = weights * (1.0 + _TRAFFIC * batch)

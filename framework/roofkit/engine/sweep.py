@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import units
-from ..errors import SpecError
+from .. import bounds, units
+from ..errors import ArgumentError, shown
 from . import calibration as cal
 from . import validation
 from .facts import cache_for
@@ -34,7 +34,7 @@ class SweepResult(list):
 
 def _reason(profile) -> str:
     return profile._df.misfit_reason(f"needs {units.fmt(profile._footprint, 'bytes')}",
-                                     f"{profile._prec.name} weights", False)
+                                     f"{profile._prec.name} weights", False, profile._weights)
 
 
 def sweep(model, hardware_list, batch_sizes=None, precisions=None, efficiency=0.5,
@@ -87,14 +87,15 @@ def inference_arrays(model, hardware, batch_sizes, precision="fp16", efficiency=
     eff = validation.efficiency(efficiency)
     b = np.asarray(batch_sizes)
     if b.ndim != 1 or not np.issubdtype(b.dtype, np.integer) or (b < 1).any():
-        raise SpecError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
-                                   f"{batch_sizes!r}")
+        raise ArgumentError(f"batch_sizes must be a 1-d sequence of integers >= 1, got "
+                            f"{shown(batch_sizes)}")
+    bounds.check_array("batch_sizes", b)
     cache = cache_for(registry)
     wf, df, prec = cache.workload(model), cache.device(hardware), cache.precision(precision)
     peak, slot, fell_back = df.peak(prec)
     weights = wf.params * prec.bytes_per_element
-    feasible = df.fits(weights, weights, False)
-    bw, tier = df.resident_path(weights) if feasible else df.misfit_path()
+    feasible = df.fits(weights)
+    bw, tier = df.resident_path(weights) if feasible else df.misfit_path(weights, False)
     bf = b.astype(np.float64)
     ops = wf.flops * bf
     t_compute = ops / (peak * eff)

@@ -12,8 +12,12 @@ Transformer (template workloads with a hidden width and heads)::
     A = L * 2*s*b*h * e/2                  with full activation recomputation
                                            (Korthikanti et al. 2023, section 4.1)
 
-Any other workload: M = 3 * W (weights, gradients, optimizer state roughly), or 1.1 * W with
-the LoRA approximation. Coefficients live in :mod:`roofkit.engine.calibration`.
+Any other workload (no transformer dims)::
+
+    M = W + G + O = 2 * P * e + 12 * P      weights, gradients, Adam state
+    M = 1.1 * W                             with the LoRA approximation
+
+Coefficients live in :mod:`roofkit.engine.calibration`.
 """
 
 from __future__ import annotations
@@ -54,7 +58,10 @@ def transformer_training_memory(params: float, element_bytes: float, *, layers: 
             "activations": activations, "total": weights + grads + optimizer + activations}
 
 
-def generic_training_memory(weight_bytes: float, *, lora: bool) -> float:
-    """Training bytes of a workload without transformer dims: a multiple of its weights."""
-    multiple = cal.GENERIC_LORA_WEIGHT_MULTIPLE if lora else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE
-    return weight_bytes * multiple
+def generic_training_memory(params: float, element_bytes: float, *, lora: bool) -> float:
+    """Training bytes of a workload without transformer dims: weights + gradients + Adam
+    state, ``2 * P * e + 12 * P``, or ``1.1 * P * e`` with the LoRA approximation."""
+    weights = params * element_bytes
+    if lora:
+        return weights * cal.GENERIC_LORA_WEIGHT_MULTIPLE
+    return 2.0 * weights + params * cal.ADAM_STATE_BYTES_PER_PARAM

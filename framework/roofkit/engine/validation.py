@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..errors import SpecError
+from .. import bounds
+from ..errors import ArgumentError as SpecError
+from ..errors import cut, shown
 from . import calibration as cal
 
 
@@ -19,35 +21,36 @@ def _is_int(value) -> bool:
 
 
 def positive_int(name: str, value, minimum: int = 1) -> int:
+    """An ``int`` >= ``minimum`` and within the bound of ``name`` (:mod:`roofkit.bounds`)."""
     if not _is_int(value):
         extra = ""
         if isinstance(value, str) and value.strip().lstrip("+").isdigit():
-            extra = f"; pass {value.strip()} as a number, not a string"
+            extra = f"; pass {cut(value.strip(), 60)} as a number, not a string"
         elif isinstance(value, float) and value.is_integer():
             extra = f"; pass {int(value)}"
-        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r} "
+        raise SpecError(f"{name} must be an integer >= {minimum}, got {shown(value)} "
                         f"({type(value).__name__}){extra}")
     if value < minimum:
-        raise SpecError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+        raise SpecError(f"{name} must be an integer >= {minimum}, got {shown(value)}")
+    return bounds.check_int(name, int(value))
 
 
 def efficiency(value) -> float:
     lo, hi = cal.EFFICIENCY_MIN, cal.EFFICIENCY_MAX
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise SpecError(f"efficiency must be a number in [{lo:g}, {hi:g}], got {value!r} "
+        raise SpecError(f"efficiency must be a number in [{lo:g}, {hi:g}], got {shown(value)} "
                         f"({type(value).__name__})")
     v = float(value)
     if not (math.isfinite(v) and lo <= v <= hi):
         raise SpecError(f"efficiency must be in [{lo:g}, {hi:g}] (a fraction of the peak "
-                        f"FLOP/s), got {value!r}")
+                        f"FLOP/s), got {shown(value)}")
     return v
 
 
 def zero_stage(value) -> int:
     if not _is_int(value) or value not in cal.ZERO_STAGES:
         raise SpecError(f"zero_stage must be one of {', '.join(map(str, cal.ZERO_STAGES))}, "
-                        f"got {value!r}")
+                        f"got {shown(value)}")
     return int(value)
 
 
@@ -63,7 +66,8 @@ def flag(name: str, value) -> bool:
             return bool(value)
     except ImportError:  # pragma: no cover
         pass
-    raise SpecError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    raise SpecError(f"{name} must be True or False, got {shown(value)} "
+                    f"({type(value).__name__})")
 
 
 def int_list(name: str, values, default: list[int]) -> list[int]:
@@ -71,7 +75,7 @@ def int_list(name: str, values, default: list[int]) -> list[int]:
     if values is None:
         return list(default)
     if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
-        raise SpecError(f"{name} must be a list of integers, got {values!r}")
+        raise SpecError(f"{name} must be a list of integers, got {shown(values)}")
     out = [positive_int(f"{name}[{i}]", v) for i, v in enumerate(values)]
     return out or list(default)
 
@@ -80,6 +84,7 @@ def name_list(name: str, values, default: list[str]) -> list:
     if values is None:
         return list(default)
     if isinstance(values, str | bytes):
-        raise SpecError(f"{name} must be a list, got the string {values!r}; write [{values!r}]")
+        raise SpecError(f"{name} must be a list, got the string {shown(values)}; write "
+                        f"[{shown(values)}]")
     out = list(values)
     return out or list(default)

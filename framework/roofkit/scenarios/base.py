@@ -39,6 +39,8 @@ MAX_COUNT = 10**12
 
 #: display units a quantity input may name, with the SI factor (as a decimal string)
 UNIT_FACTORS: dict[str, str] = {"ns": "1e-9", "us": "1e-6", "ms": "1e-3", "s": "1", "1/s": "1"}
+#: the dimensions a scenario's quantity input may have (its display units are above)
+INPUT_DIMENSIONS = ("time", "rate")
 
 
 class SIValue(float):
@@ -61,10 +63,19 @@ def quantity_input(dimension: str, unit: str, *, default=attrs.NOTHING, doc: str
     Declare it on a private name (``_dispatch``); the keyword argument and the public
     Quantity property drop the underscore (``dispatch``).
     """
-    if dimension not in units.DIMENSIONS:
-        raise ValueError(f"unknown dimension {dimension!r}")
-    if unit not in UNIT_FACTORS:
-        raise ValueError(f"unknown display unit {unit!r}; one of {', '.join(UNIT_FACTORS)}")
+    if dimension not in INPUT_DIMENSIONS or unit not in UNIT_FACTORS:
+        import sys
+
+        from ..errors import PluginError
+
+        where = sys._getframe(1).f_globals.get("__name__", "?")  # the declaring module
+        if dimension not in INPUT_DIMENSIONS:
+            what = (f"unknown dimension {dimension!r}; scenario inputs take "
+                    f"{' or '.join(map(repr, INPUT_DIMENSIONS))}")
+        else:
+            what = f"unknown display unit {unit!r}; one of {', '.join(UNIT_FACTORS)}"
+        raise PluginError(f"a scenario input declared in module {where!r} (a scenario kind's "
+                          f"plugin) has an {what}")
     rng = Range(0.0, PLAUSIBLE[dimension] if high is None else high, low_open=True)
     meta = {_KEY: {"dimension": dimension, "unit": unit, "doc": doc, "input": True,
                    "range": rng}}

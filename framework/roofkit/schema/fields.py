@@ -186,6 +186,13 @@ def count(*, maximum: int = MAX_COUNT, default=attrs.NOTHING, minimum: int = 1,
                        metadata=_meta(range=Range(minimum, maximum, integer=True), doc=doc))
 
 
+def counts(*, maximum: int = MAX_COUNT, minimum: int = 1, doc: str = ""):
+    """A list of integers, each from ``minimum`` to ``maximum``."""
+    return attrs.field(factory=list, kw_only=True,
+                       metadata=_meta(range=Range(minimum, maximum, integer=True),
+                                      sequence=True, doc=doc))
+
+
 def keyed(*, keys: tuple[str, ...] = (), closed: bool = False, factory=dict, doc: str = ""):
     """A table of named sub-specs (``[launch.kernel]``, ``[compute.bf16]``) whose keys are
     checked like a mapping field's."""

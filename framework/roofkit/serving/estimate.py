@@ -35,15 +35,17 @@ import math
 import attrs
 import numpy as np
 
+from .. import bounds
 from ..circuit import api as _circuit
 from ..circuit.results import Footprint, bound_of
 from ..circuit.roofline import BASES, device_roofline, host_calibration
-from ..errors import OOMError, RoofkitError, SpecError
+from ..errors import ArgumentError, OOMError, SpecError, shown
+from ..results import Headline, Result
 from . import overhead as _overhead
 
 
-@attrs.frozen(eq=False)
-class ServingEstimate:
+@attrs.frozen(eq=False, repr=False)
+class ServingEstimate(Result):
     """The estimate of one serving configuration; times in seconds inside, ms in ``*_ms``."""
 
     workload: str
@@ -115,6 +117,24 @@ class ServingEstimate:
         if dec is not None:
             e += float(np.sum(np.broadcast_to(dec.energy, (steps,))))
         return self.tp * (e + _energy(pre.tdp, 0.0, host_time))  # idle on the host
+
+    HEADLINE = (
+        Headline("ttft", "ms", "ttft_ms", "time to first token"),
+        Headline("itl", "ms", "itl_ms", "inter-token latency"),
+        Headline("e2e", "ms", "e2e_ms", "end-to-end"),
+        Headline("output_tokens_per_s", "token/s", "output_tokens_per_s", "output tokens/s"),
+        Headline("energy", "J", "energy", "energy", key_name="energy_j"),
+        Headline("memory_per_device", "B", "memory_per_device", "memory per device",
+                 key_name="required_per_device_bytes"),
+    )
+    KIND = "serving estimate"
+    PLOT = "serve"
+
+    def title(self) -> str:
+        tp = f"{self.tp} x " if self.tp > 1 else ""
+        return (f"{self.workload} on {tp}{self.device}: batch {self.batch}, "
+                f"{self.input_len} in / {self.output_len} out, {self.precision}, "
+                f"{self.basis} basis")
 
     # -- headline numbers -----------------------------------------------------------------
     @property
@@ -225,9 +245,10 @@ class ServingEstimate:
 
 
 def _positive_int(name: str, value) -> int:
+    """An integer >= 1 within the bound of ``name`` (:mod:`roofkit.bounds`)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise RoofkitError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+        raise ArgumentError(f"{name} must be an integer >= 1, got {shown(value)}")
+    return bounds.check_int(name, int(value))
 
 
 @attrs.frozen
@@ -307,6 +328,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     input_len = _positive_int("input_len", input_len)
     output_len = _positive_int("output_len", output_len)
     tp = _positive_int("tp", tp)
+    bounds.check_int("input_len + output_len", input_len + output_len)  # the last context
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp)
     reg, w, d = s.reg, s.workload, s.device
     roof = device_roofline(d, basis, reg)
@@ -383,6 +405,10 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     if admission not in ADMISSIONS:
         raise SpecError(f"admission must be one of {', '.join(ADMISSIONS)}, got {admission!r}: "
                         + "; ".join(f"{k}: {v}" for k, v in ADMISSIONS.items()))
+    input_len = _positive_int("input_len", input_len)
+    output_len = _positive_int("output_len", output_len)
+    if max_requests is not None:
+        max_requests = _positive_int("max_requests", max_requests)
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
                   _positive_int("tp", tp))
     fp = _footprint(s)
@@ -395,7 +421,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     if batch < 1:
         raise OOMError(f"{s.workload.name} does not fit on {tp} x {d.name} at context "
                        f"{mean_ctx}", required=fp.weights, available=usable)
-    if max_requests:
+    if max_requests is not None:
         batch = min(batch, max_requests)
     est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
                    tp=tp, precision=precision, kv_cache_dtype=s.kv_cache_dtype, basis=basis,

@@ -22,6 +22,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError, SpecError
+from ..results import Headline, Result
 from .estimate import configure, estimate, max_load
 
 SCORED = "single-node inference"
@@ -66,8 +67,8 @@ class CaseResult:
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
 
-@attrs.frozen
-class Report:
+@attrs.frozen(repr=False)
+class Report(Result):
     """Every case, and per basis the median and maximum absolute error of the scored ones."""
 
     cases: tuple[CaseResult, ...]
@@ -80,6 +81,24 @@ class Report:
         from ..intervals import coverage, residuals
 
         return coverage(residuals(self), level, leave_out)
+
+    HEADLINE = tuple(
+        Headline(f"{stat}_error_{b}", "%", (lambda r, b=b, f=stat: _percent(
+            getattr(r, f)(b))), f"{stat} |error| {b}", key_name=f"{stat}_abs_error_{b}_pct")
+        for b in BASES for stat in ("median", "max"))
+    KIND = "validation report"
+    PLOT = "validation"
+    basis = "both: every case predicted on the datasheet and on the calibrated basis"
+
+    def title(self) -> str:
+        return f"{len(self.cases)} cases, {len(self.scored())} scored ({SCORED})"
+
+    def identity(self) -> dict:
+        return {"cases": len(self.cases), "scored": len(self.scored())}
+
+    def frame_rows(self) -> list[dict]:
+        """One row per case (``CaseResult.to_dict``)."""
+        return [c.to_dict() for c in self.cases]
 
     def scored(self) -> list[CaseResult]:
         return [c for c in self.cases if c.group == SCORED]
@@ -126,11 +145,16 @@ class Report:
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
+                **self.headline(), "basis": self.basis,
                 "breakdown": {by: self.breakdown(by) for by in BREAKDOWNS},
                 "independence": list(self.independence),
                 "interval_coverage": [self.coverage(lv, lo) for lv in (0.8, 0.9)
                                       for lo in ("case", "source")] if self.independence
                 else [], "plugins": list(self.plugins)}
+
+
+def _percent(v):
+    return None if v is None else 100 * v
 
 
 def _describe(case) -> str:

@@ -19,7 +19,7 @@ import math
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import RoofkitError
+from ..errors import RoofkitError, cut
 
 
 class RegistrySettings:
@@ -104,13 +104,14 @@ def portable_registry(registry):
 
 def run_chunk(item):
     """Worker entry point: evaluate one row range of a grid and keep what ``reduce`` keeps
-    (module level, so picklable)."""
+    (module level, so picklable). Returns ``(start, stop, rows evaluated, table)``, so the
+    parent sees a chunk an executor dropped or swapped."""
     from .evaluate import evaluate
 
     grid, start, stop, settings, reduce = item
     registry = settings.build() if settings is not None else None
     table = evaluate(grid, start, stop, registry)
-    return reduce.apply(table, partial=True) if reduce else table
+    return start, stop, len(table), reduce.apply(table, partial=True) if reduce else table
 
 
 def _evaluate_reduced(grid, start, stop, reg, ev, reduce):
@@ -118,6 +119,48 @@ def _evaluate_reduced(grid, start, stop, reg, ev, reduce):
 
     table = evaluate(grid, start, stop, reg, ev)
     return reduce.apply(table, partial=True) if reduce else table
+
+
+def _chunk_in_thread(grid, start, stop, reg, ev, reduce):
+    """:func:`run_chunk` for a thread of this process (the shared registry and evaluator)."""
+    from .evaluate import evaluate
+
+    table = evaluate(grid, start, stop, reg, ev)
+    return start, stop, len(table), reduce.apply(table, partial=True) if reduce else table
+
+
+def _collect(futures, ranges, n: int, reduce=None) -> list:
+    """The table of every chunk, in row order; a chunk that failed, or that the executor
+    dropped or replaced (a result that is not its rows), is an error naming the chunk."""
+    from .table import SweepTable
+
+    tables = []
+    for (start, stop), future in zip(ranges, futures, strict=True):
+        where = f"sweep chunk rows [{start}, {stop}) of {n}"
+        try:
+            result = future.result()
+        except RoofkitError:
+            raise
+        except Exception as exc:
+            hint = ""
+            if type(exc).__name__ == "BrokenProcessPool":
+                hint = ("; a worker process died (killed, or out of memory): rerun with a "
+                        "smaller chunk_size or fewer workers")
+            raise RoofkitError(f"{where} failed on the executor: {type(exc).__name__}: "
+                               f"{cut(exc, 300)}{hint}") from exc
+        ok = (isinstance(result, tuple) and len(result) == 4
+              and result[:3] == (start, stop, stop - start)
+              and isinstance(result[3], SweepTable)
+              and (reduce or len(result[3]) == stop - start))  # unreduced: every row
+        if not ok:
+            got = (f"{len(result[3])} rows of rows [{result[0]}, {result[1]})"
+                   if isinstance(result, tuple) and len(result) == 4
+                   and isinstance(result[3], SweepTable) else cut(repr(result), 80))
+            raise RoofkitError(f"the executor returned {got} for {where}, not its "
+                               f"{stop - start} evaluated rows: a chunk was dropped or "
+                               "replaced, and a sweep never returns part of its grid")
+        tables.append(result[3])
+    return tables
 
 
 def default_chunk_size(n: int, executor) -> int:
@@ -143,13 +186,15 @@ def run(grid, executor: Executor, chunk_size: int | None, registry, reduce=None)
 
         reg = local_registry(registry)
         ev = make_pass(grid, reg)
-        futures = [executor.submit(_evaluate_reduced, grid, s, e, reg, ev, reduce)
-                   for s, e in grid.chunks(size)]
+        ranges = list(grid.chunks(size))
+        futures = [executor.submit(_chunk_in_thread, grid, s, e, reg, ev, reduce)
+                   for s, e in ranges]
     else:
         settings = portable_registry(registry)
+        ranges = list(grid.chunks(size))
         futures = [executor.submit(run_chunk, (grid, s, e, settings, reduce))
-                   for s, e in grid.chunks(size)]
-    tables = [f.result() for f in futures]
+                   for s, e in ranges]
+    tables = _collect(futures, ranges, len(grid), reduce)
     if not tables:
         from .evaluate import evaluate
 

@@ -29,7 +29,7 @@ import numpy as np
 from .. import units
 from ..engine import calibration as cal
 from ..engine.facts import cache_for
-from ..engine.training_memory import transformer_training_memory
+from ..engine.training_memory import generic_training_memory, transformer_training_memory
 
 _TRAFFIC = cal.ACTIVATION_TRAFFIC_PER_SAMPLE
 _IDLE = cal.ENERGY_IDLE_FRACTION
@@ -100,9 +100,8 @@ class EnginePass:
                     heads=wf.heads, batch=b, seq_len=s, zero_stage=self.zero,
                     dp_size=self.dp, lora=self.lora, recompute=self.recompute)["total"]
             else:
-                multiple = (cal.GENERIC_LORA_WEIGHT_MULTIPLE if self.lora
-                            else cal.GENERIC_TRAINING_WEIGHT_MULTIPLE)
-                footprint = np.full(len(b), weights * multiple)
+                footprint = np.full(len(b), generic_training_memory(
+                    wf.params, prec.bytes_per_element, lora=self.lora))
             launch = cal.TRAINING_LAUNCH_MULTIPLIER
             what = f"{prec.name} training state"
         else:
@@ -112,14 +111,11 @@ class EnginePass:
             what = f"{prec.name} weights"
 
         capacity = df.capacity
-        if self.training:  # flash is read-only at run time: primary memory only
-            feasible = footprint <= capacity
-        elif df.fits(weights, weights, False):  # in memory, or the weights in flash
-            feasible = np.ones(len(b), dtype=bool)
-        else:
-            feasible = np.zeros(len(b), dtype=bool)
+        feasible = footprint <= capacity  # the reference's check: primary memory only
         bw_fit, tier_fit = df.resident_path(weights, self.training)
-        bw_no, tier_no = df.misfit_path()  # host offload, or "none" (bandwidth 0: inf)
+        # the offload-limited estimate: flash holding the weights (inference), host
+        # offload, or "none" (bandwidth 0: inf)
+        bw_no, tier_no = df.misfit_path(weights, self.training)
         bw = np.where(feasible, bw_fit, bw_no)
 
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,7 +137,8 @@ class EnginePass:
             no = df.misfit_reason(f"needs more than {units.fmt(capacity, 'bytes')}",
                                   f"{what}; see memory_footprint_bytes", True)
         else:  # the words of Engine.sweep's omitted rows
-            no = df.misfit_reason(f"needs {units.fmt(weights, 'bytes')}", what, False)
+            no = df.misfit_reason(f"needs {units.fmt(weights, 'bytes')}", what, False,
+                                  weights)
         yes = df.fit_reason(what, weights, self.training)
         return {
             "efficiency": eff,

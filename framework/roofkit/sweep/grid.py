@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import bounds
 from ..errors import SpecError
 
 MODES = ("engine", "decode", "prefill")
@@ -44,11 +45,9 @@ def int_axis(name: str, values, default, minimum: int = 1) -> np.ndarray:
             hint = f"; pass {int(v)}" if isinstance(v, float) and v.is_integer() else ""
             raise SpecError(f"{name} must hold integers >= {minimum}, got {v!r} "
                             f"({type(v).__name__}){hint}")
-        try:
-            arr = np.asarray(items, dtype=np.int64)
-        except OverflowError:
-            big = next(v for v in items if not -2**63 <= v < 2**63)
-            raise SpecError(f"{name} must hold integers below 2**63, got {big}") from None
+        for v in items:
+            bounds.check_int(name, v)
+        arr = np.asarray(items, dtype=np.int64)
     if arr.size == 0:
         arr = np.asarray(list(default), dtype=np.int64)
     if arr.ndim != 1:
@@ -58,6 +57,7 @@ def int_axis(name: str, values, default, minimum: int = 1) -> np.ndarray:
     if (arr < minimum).any():
         raise SpecError(f"{name} must hold integers >= {minimum}, got "
                         f"{int(arr[arr < minimum][0])}")
+    bounds.check_array(name, arr)  # in the array's own dtype: a uint64 never wraps to -1
     return arr.astype(np.int64, copy=False)
 
 

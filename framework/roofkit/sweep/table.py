@@ -17,12 +17,13 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from ..errors import SpecError
+from ..results import Result, sig
 from . import query
 from .catalog import COLUMNS, resolve_column
 from .columns import Categorical, as_array, concat, to_python
 
 
-class SweepTable:
+class SweepTable(Result):
     """Rows of a design-space sweep, stored by column.
 
     ``len(table)`` rows; ``table.columns`` names the columns in order; ``table["latency_ms"]``
@@ -232,10 +233,92 @@ class SweepTable:
     def __setstate__(self, state):
         self._columns, self._n, self.meta = state
 
-    def __repr__(self) -> str:
+    # -- the result convention -------------------------------------------------------------
+    KIND = "sweep"
+    PLOT = "sweep"
+
+    @property
+    def q(self) -> _ColumnQuantities:
+        """Numeric columns as pint Quantity arrays, by their unit suffix:
+        ``table.q.latency`` is ``latency_ms`` in ms, ``table.q.memory_footprint`` bytes."""
+        return _ColumnQuantities(self)
+
+    @property
+    def basis(self) -> str:
+        """The bases of the rows (one of each, in order)."""
+        if "basis" not in self._columns or not self._n:
+            return str(self.meta.get("basis", ""))
+        return ", ".join(dict.fromkeys(str(b) for b in self["basis"].tolist()))
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        return tuple(self.meta.get("plugins", ()))
+
+    def title(self) -> str:
         mode = self.meta.get("mode", "")
-        return (f"<SweepTable {self._n} rows x {len(self._columns)} columns"
-                f"{' (' + mode + ')' if mode else ''}: {', '.join(self._columns)}>")
+        work = self.meta.get("workload", "")
+        return f"{self._n} rows x {len(self._columns)} columns" + \
+            (f", {mode}" if mode else "") + (f" of {work}" if work else "")
+
+    def frame_rows(self) -> list[dict]:
+        return list(self)
+
+    #: the columns a short view shows, when present
+    _VIEW = ("device", "precision", "batch_size", "context", "tp", "latency_ms", "itl_ms",
+             "ttft_ms", "throughput_per_s", "memory_footprint_bytes", "bottleneck",
+             "feasible")
+
+    def _view(self, n: int):
+        cols = [c for c in self._VIEW if c in self._columns] or self.columns[:8]
+        rows = [[sig(r[c]) if isinstance(r[c], float) else str(r[c]) for c in cols]
+                for r in self.head(n)]
+        return cols, rows
+
+    def __repr__(self) -> str:
+        from ..cli.common import table
+
+        cols, rows = self._view(8)
+        more = f"\n... {self._n - len(rows)} more rows" if self._n > len(rows) else ""
+        body = table(rows, cols) if cols else ""
+        return f"<SweepTable {self.title()}; basis {self.basis or '-'}\n{body}{more}>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        e = html.escape
+        cols, rows = self._view(10)
+        head = "".join(f"<th>{e(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
+        more = (f"<tr><td colspan='{len(cols)}'>... {self._n - len(rows)} more rows</td></tr>"
+                if self._n > len(rows) else "")
+        return (f"<table class='roofkit-result'><caption>SweepTable: {e(self.title())}; basis "
+                f"{e(self.basis or '-')}</caption><tr>{head}</tr>{body}{more}</table>")
+
+
+#: unit suffix of a column name -> its unit
+_SUFFIX_UNITS = (("_per_s", "1/s"), ("_ms", "ms"), ("_s", "s"), ("_bytes", "B"),
+                 ("_j", "J"), ("_w", "W"))
+
+
+class _ColumnQuantities:
+    __slots__ = ("_table",)
+
+    def __init__(self, table):
+        self._table = table
+
+    def __getattr__(self, name: str):
+        for col in self._table.columns:
+            for suffix, unit in _SUFFIX_UNITS:
+                if col == name + suffix:
+                    from ..units import Q
+
+                    return Q(self._table[col], unit)
+        raise AttributeError(f"no column {name}_<unit> in the table; columns: "
+                             f"{', '.join(self._table.columns)}")
+
+    def __dir__(self):
+        return [c[: -len(s)] for c in self._table.columns for s, _ in _SUFFIX_UNITS
+                if c.endswith(s)]
 
 
 def _finite(v):

@@ -1,0 +1,223 @@
+"""Serving under load: ``simulate`` (one deployment, step by step), ``plan`` (the best
+configurations for an SLO) and ``engines`` (the engine profiles)."""
+
+from __future__ import annotations
+
+from . import common
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="continuous batching of a request stream simulated "
+                       "step by step: TTFT, TPOT, ITL, E2E percentiles, throughput, goodput")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("device", help="device key, alias or TOML path")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--concurrency", type=int, help="closed loop of C clients")
+    src.add_argument("--rate", type=float, help="Poisson arrivals, requests/s")
+    src.add_argument("--trace", help="JSON lines: arrival (s), input_len, output_len")
+    p.add_argument("--requests", type=int, default=None, help="requests in all (default 8 x "
+                   "concurrency, at least 200; 1000 for a rate)")
+    p.add_argument("--input-len", default="128", help="prompt tokens: N, uniform:LO:HI, "
+                   "normal:MEAN:STD or hist:FILE.csv (default 128)")
+    p.add_argument("--output-len", default="128", help="generated tokens, as --input-len")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per replica")
+    p.add_argument("--dp", type=int, default=1, help="engine replicas (requests dealt "
+                   "round-robin)")
+    p.add_argument("--precision", default=None, help="weight format")
+    p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D")
+    p.add_argument("--engine", default="vllm", help="engine profile of specs/engines "
+                   "(vllm, vllm-v0, sglang, tensorrt-llm; none: serve's host cost, no graphs)")
+    p.add_argument("--max-num-seqs", type=int, default=None)
+    p.add_argument("--max-batched-tokens", type=int, default=None)
+    p.add_argument("--no-chunked-prefill", action="store_true")
+    p.add_argument("--policy", choices=("prefill-first", "decode-first"), default=None)
+    p.add_argument("--prefix-hit", type=float, default=0.0, help="prefix-cache hit rate of "
+                   "new prompts, 0..1")
+    p.add_argument("--disagg", default=None, metavar="P:D[,ptp=N,dtp=N,link=BW]",
+                   help="disaggregated prefill and decode workers")
+    p.add_argument("--spec-decode", default=None, metavar="k=N,acceptance=A[,draft=W]",
+                   help="speculative decoding (acceptance per position as 0.8/0.6/0.4)")
+    p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("plan", help="the serving configurations that meet an SLO, ranked by "
+                       "output tokens/s per device, with the Pareto front and refusals")
+    p.add_argument("workload", help="workload key, alias or TOML path")
+    p.add_argument("--devices", required=True, help="comma-separated devices (h100,h200,b200)")
+    p.add_argument("--max-devices", type=int, default=8)
+    p.add_argument("--input-len", type=int, required=True)
+    p.add_argument("--output-len", type=int, required=True)
+    p.add_argument("--slo", required=True, metavar="ttft_p90=2s,tpot_p90=50ms")
+    p.add_argument("--precisions", default=None, help="comma-separated weight formats "
+                   "(default: the workload's, and fp8 where the device has it)")
+    p.add_argument("--engine", default="vllm")
+    p.add_argument("--no-disagg", action="store_true", help="aggregated serving only")
+    p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D")
+    p.add_argument("--verify", type=int, default=3, help="re-run the best N through the "
+                   "simulator (default 3)")
+    p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("engines", help="list the engine profiles (specs/engines)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_engines)
+
+
+def cmd_simulate(args) -> int:
+    from ..load import simulate
+
+    reg = common.registry(args)
+    r = simulate(args.workload, args.device, concurrency=args.concurrency, rate=args.rate,
+                 trace=args.trace, requests=args.requests, input_len=args.input_len,
+                 output_len=args.output_len, tp=args.tp, dp=args.dp, precision=args.precision,
+                 kv_cache_dtype=args.kv_cache_dtype,
+                 engine=None if args.engine == "none" else args.engine,
+                 max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,
+                 chunked_prefill=False if args.no_chunked_prefill else None,
+                 policy=args.policy, prefix_hit=args.prefix_hit, disagg=args.disagg,
+                 spec_decode=args.spec_decode, slo=args.slo, seed=args.seed,
+                 basis=args.basis, registry=reg)
+    data = r.to_dict()
+    if args.json:
+        common.print_json(data)
+        return 0
+    print(f"{r.workload} on {r.device}, engine {r.engine}, layout {r.layout}")
+    print(f"{r.pattern}")
+    rows = [[m.upper()] + [f"{data[f'{m}_ms'][k]:.2f}" for k in ("mean", "p50", "p90", "p99")]
+            for m in ("ttft", "tpot", "itl", "e2e")]
+    print(common.table(rows, ["ms", "mean", "p50", "p90", "p99"], "lrrrr"))
+    print(f"output {r.output_tokens_per_s:.1f} tok/s ({r.output_tokens_per_s_per_device:.1f} "
+          f"per device), input {r.input_tokens_per_s:.1f} tok/s, {r.requests_per_s:.3f} "
+          f"requests/s; mean batch {r.mean_batch:.1f}, KV peak {r.kv_peak_fraction:.0%}, "
+          f"{r.preemptions} preemptions")
+    if r.slo:
+        print(f"goodput {r.goodput:.3f} requests/s; SLO {'met' if r.slo_met else 'missed'}")
+    print(f"basis: {r.basis}")
+    for n in r.notes:
+        print(f"note: {n}")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from ..load.plan import plan
+
+    reg = common.registry(args)
+    r = plan(args.workload, common.name_list(args.devices), input_len=args.input_len,
+             output_len=args.output_len, slo=args.slo, max_devices=args.max_devices,
+             precisions=common.name_list(args.precisions) if args.precisions else None,
+             engine=None if args.engine == "none" else args.engine,
+             disagg=not args.no_disagg, kv_cache_dtype=args.kv_cache_dtype, basis=args.basis,
+             verify=args.verify, registry=reg)
+    if args.json:
+        common.print_json(r.to_dict())
+        return 0
+    print(f"{r.workload}: input {r.input_len}, output {r.output_len}, SLO "
+          + ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in r.slo.items()))
+    print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
+    rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
+             f"{x['ttft_ms']:.0f}", f"{x['tpot_ms']:.1f}",
+             f"{x['output_tokens_per_s_per_device']:.0f}",
+             f"{x['output_tokens_per_s_per_user']:.1f}", "*" if x["pareto"] else ""]
+            for x in r.rows[:args.top]]
+    if rows:
+        print(common.table(rows, ["device", "precision", "layout", "C", "TTFT ms", "TPOT ms",
+                                  "tok/s/dev", "tok/s/user", "pareto"], "lllrrrrrl"))
+    for v in r.verified:
+        sim = v["simulated"]
+        print(f"simulated {v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
+              f"TTFT p90 {sim['ttft_ms']['p90']:.0f} ms, TPOT p90 {sim['tpot_ms']['p90']:.1f} "
+              f"ms, {sim['output_tokens_per_s_per_device']:.0f} tok/s/dev, SLO "
+              f"{'met' if sim['slo_met'] else 'missed'}")
+    print("refused: " + ("; ".join(f"{k}: {n}" for k, n in sorted(
+        r.refused.items(), key=lambda kv: -kv[1])) or "none"))
+    for n in r.notes:
+        print(f"note: {n}")
+    return 0
+
+
+def cmd_engines(args) -> int:
+    reg = common.registry(args)
+    cat = reg.catalogues["engines"]
+    specs = cat.values_in_order()
+    if args.json:
+        common.print_json([{**common.spec_to_dict(e), "origin": str(cat.origin(e.name))}
+                           for e in specs])
+        return 0
+    rows = []
+    for e in specs:
+        s = e.scheduler
+        g = e.cuda_graphs.batch_sizes
+        rows.append([e.name, e.version, s.policy, s.max_num_seqs, s.max_num_batched_tokens,
+                     "yes" if s.chunked_prefill else "no", "yes" if s.mixed_batches else "no",
+                     s.admission, f"1..{g[-1]}" if g else "-",
+                     e.host.calibration or ("overlap" if e.host.overlap else "sync")])
+    print(common.table(rows, ["engine", "version", "policy", "max seqs", "max tokens",
+                              "chunked", "mixed", "KV", "graphs", "host"]))
+    print(f"\n{len(specs)} engine profiles. `roofkit show ENGINE` for every field and source.")
+    return 0
+
+
+def show_engine(args, reg, name) -> int:
+    """``roofkit show ENGINE``: every field of an engine profile with its source."""
+    e = reg.spec("engines", name)
+    data = {**common.spec_to_dict(e), "origin": str(reg.catalogues["engines"].origin(e.name))}
+    if args.json:
+        common.print_json(data)
+        return 0
+    print(f"{e.display_name} ({e.name}, version {e.version}); from {data['origin']}")
+    import attrs
+
+    for table in ("scheduler", "cuda_graphs", "host"):
+        print(f"[{table}]")
+        for k, v in attrs.asdict(getattr(e, table)).items():
+            if v not in (None, "", [], {}):
+                print(f"  {k:<24} {v}")
+    return 0
+
+
+def validate_load(args, reg) -> int:
+    """``roofkit validate --kind load``: every load case on both bases, and the summary."""
+    from ..load.validation import run
+
+    cases = None
+    if getattr(args, "case", None):
+        cat = reg.catalogues["load_cases"]
+        cases = [cat[name] for name in args.case]
+    report = run(registry=reg, cases=cases)
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+
+    def pct(x):
+        return "-" if x is None else f"{x:+.1%}"
+
+    def num(x):
+        return "-" if x is None else f"{x:.4g}"
+
+    rows = [[c.name, f"{c.metric} {c.statistic}", c.config, num(c.measured),
+             num(c.predicted.get("datasheet")), pct(c.error("datasheet")),
+             num(c.predicted.get("calibrated")), pct(c.error("calibrated"))]
+            for c in report.cases]
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+    if args.markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "---|" * len(headers))
+        for r in rows:
+            print("| " + " | ".join(str(x) for x in r) + " |")
+    else:
+        print(common.table(rows, headers, "lllrrrrr"))
+    print("\nerror = (predicted - measured) / measured")
+    for fam, by_basis in report.summary().items():
+        for basis, s in by_basis.items():
+            if s["cases"]:
+                print(f"{fam:>10} {basis:>10}: median |error| {s['median_abs_error']:.1%}, max "
+                      f"|error| {s['max_abs_error']:.1%} over {s['cases']} cases")
+    for c in report.cases:
+        if c.reason:
+            print(f"  {c.name}: {c.reason}")
+    return 0

@@ -1,0 +1,215 @@
+"""The layout search: every (tp, pp, vpp, cp, ep, dp, micro-batch, recompute, ZeRO) over one
+or several device counts, refused early with counts per reason, the rest costed in one numpy
+pass of :func:`roofkit.fleet.step.training_step`; the fastest that fit come back as
+:class:`~roofkit.fleet.training.TrainingEstimate` objects (recomputed by ``train``, the same
+arithmetic), with the Pareto front of step time against devices.
+
+Candidates: tp and cp powers of two up to the scale-up domain (cp up to 16), pp any divisor
+of the layers, vpp 1, 2 or 4, ep the powers of two dividing the experts, micro-batches
+1, 2, 4, 8, recompute none or full (selective equals none under FlashAttention), ZeRO 0-3.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..errors import SpecError
+from ..registry import resolve as resolve_registry
+from .cluster import with_devices
+from .model import arch_of
+from .step import RECOMPUTE, training_step
+from .training import DEFAULT_RESERVE, costing, train
+
+REASONS = (
+    "tp does not divide the attention heads (or the KV heads)",
+    "pp * vpp does not divide the layers",
+    "tp * pp * cp does not divide the devices",
+    "ep does not divide the experts or dp",
+    "global batch is not a multiple of micro-batch * dp",
+    "interleaving needs micro-batches to be a multiple of pp",
+    "sequence is not a multiple of 2 * cp",
+    "does not fit in device memory",
+)
+
+
+def _pow2(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def candidates(arch, devices: int, domain: int, fixed: dict) -> dict[str, np.ndarray]:
+    """Every combination of the layout axes (``fixed`` pins some), as flat arrays."""
+    axes = {
+        "tp": _pow2(min(domain, arch.heads, devices)),
+        "pp": [p for p in range(1, arch.layers + 1) if arch.layers % p == 0 and p <= devices],
+        "vpp": [1, 2, 4],
+        "cp": _pow2(min(16, devices)),
+        "ep": _pow2(arch.experts) if arch.experts else [1],
+        "mb": [1, 2, 4, 8],
+        "recompute": [RECOMPUTE["none"], RECOMPUTE["full"]],
+        "zero": [0, 1, 2, 3],
+    }
+    rename = {"micro_batch": "mb"}
+    for k, v in fixed.items():
+        key = rename.get(k, k)
+        if key == "recompute" and isinstance(v, str):
+            v = RECOMPUTE[v]
+        axes[key] = [v]
+    grids = np.meshgrid(*[np.asarray(v) for v in axes.values()], indexing="ij")
+    return {k: g.ravel() for k, g in zip(axes, grids, strict=True)}
+
+
+@attrs.frozen
+class SearchResult:
+    """The ranked layouts that fit, the Pareto front and the refusals."""
+
+    best: tuple  # TrainingEstimate, fastest first
+    pareto: tuple  # (devices, step_time_s, layout dict), devices ascending
+    refused: dict  # reason -> count
+    evaluated: int
+    fitting: int
+    workload: str
+    cluster: str
+
+    def to_dict(self) -> dict:
+        return {"workload": self.workload, "cluster": self.cluster,
+                "layouts": [e.to_dict() for e in self.best],
+                "pareto": [{"devices": d, "step_time_s": t, "layout": lo}
+                           for d, t, lo in self.pareto],
+                "refused": dict(self.refused), "evaluated": self.evaluated,
+                "fitting": self.fitting}
+
+    def text(self) -> str:
+        from ..cli import common
+
+        rows = []
+        for i, e in enumerate(self.best, 1):
+            lo = e.layout
+            rows.append([i, lo.devices, lo.tp, lo.pp, lo.vpp, lo.dp, lo.cp, lo.ep,
+                         lo.micro_batch, lo.recompute, lo.zero, f"{e.step_time_s:.4g}",
+                         f"{e.mfu:.1%}", f"{e.memory_per_device_bytes / 1e9:.1f}"])
+        head = ["#", "devices", "tp", "pp", "vpp", "dp", "cp", "ep", "mb", "recompute",
+                "zero", "step s", "MFU", "GB/dev"]
+        lines = [f"{self.workload} on {self.cluster}: {self.evaluated:,} layouts, "
+                 f"{self.fitting:,} fit", common.table(rows, head)]
+        lines.append("refused: " + "; ".join(f"{k}: {v:,}" for k, v in self.refused.items()
+                                             if v))
+        if len(self.pareto) > 1:
+            lines.append("Pareto front (devices: step s): " + ", ".join(
+                f"{d}: {t:.4g}" for d, t, _ in self.pareto))
+        return "\n".join(lines)
+
+
+def _evaluate(arch, cl, basis, registry, cand, devices, global_batch, seq_len, lora, qlora,
+              fp8, reserve):
+    """(refusal masks in REASONS order, step results of the valid rows, valid index)."""
+    tp, pp, vpp, cp, ep, mb = (cand[k] for k in ("tp", "pp", "vpp", "cp", "ep", "mb"))
+    n = np.full(tp.shape, devices)
+    model = tp * pp * cp
+    dp = np.where(n % model == 0, n // np.maximum(model, 1), 1)
+    bad = [
+        (arch.heads % tp != 0) | ((arch.kv_heads % tp != 0) & (tp % arch.kv_heads != 0)),
+        (arch.layers % (pp * vpp) != 0) | ((vpp > 1) & (pp == 1)),
+        n % model != 0,
+        ((arch.experts % ep != 0) if arch.experts else (ep > 1)) | (dp % ep != 0),
+        global_batch % (mb * dp) != 0,
+        (vpp > 1) & ((global_batch // np.maximum(mb * dp, 1)) % pp != 0),
+        (cp > 1) & (seq_len % (2 * cp) != 0),
+    ]
+    refused = np.zeros(tp.shape, dtype=bool)
+    first = []
+    for mask in bad:
+        first.append(mask & ~refused)
+        refused |= mask
+    ok = np.flatnonzero(~refused)
+    c, _ = costing(cl, basis, registry)
+    r = training_step(arch, c, tp=tp[ok], pp=pp[ok], vpp=vpp[ok], dp=dp[ok], cp=cp[ok],
+                      ep=ep[ok], mb=mb[ok], gb=global_batch, seq=seq_len,
+                      recompute=cand["recompute"][ok], zero=cand["zero"][ok], lora=lora,
+                      qlora=qlora, fp8=fp8, reserve=reserve)
+    return first, r, ok, dp
+
+
+def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_len: int,
+                   precision: str = "bf16", basis: str = "calibrated", lora=None, qlora=None,
+                   top: int = 10, fixed: dict | None = None, device_counts=None,
+                   reserve: float = DEFAULT_RESERVE, executor=None, registry=None):
+    """Rank every valid layout of ``workload`` on ``cluster`` for one global batch of
+    ``seq_len`` tokens per sample. ``devices`` (default: the cluster's) is the largest
+    count; the Pareto front also tries every halving down to one node (or ``device_counts``).
+    ``executor`` (a ``concurrent.futures`` executor) spreads the device counts over workers
+    sharing this process's registry (threads)."""
+    registry = resolve_registry(registry)
+    if global_batch is None:
+        raise SpecError("the layout search needs --global-batch")
+    cl = registry.cluster(cluster)
+    arch = arch_of(workload, registry)
+    devices = devices or cl.devices
+    if device_counts is None:
+        device_counts, d = [], devices
+        while d >= min(cl.devices_per_node, devices) and d >= 1:
+            device_counts.append(d)
+            if d % 2:
+                break
+            d //= 2
+    rank = int(lora or qlora or 0)
+    fp8 = precision == "fp8"
+    refused = dict.fromkeys(REASONS, 0)
+    rows = []  # (step, devices, index into that count's candidates, layout dict)
+    evaluated = 0
+    fits_total = 0
+
+    def one(n):
+        cln = with_devices(cl, n)
+        cand = candidates(arch, n, cln.scale_up.size, fixed or {})
+        return n, cand, _evaluate(arch, cln, basis, registry, cand, n, global_batch,
+                                  seq_len, rank, bool(qlora), fp8, reserve)
+
+    results = (list(executor.map(one, device_counts)) if executor is not None
+               else [one(n) for n in device_counts])
+    for n, cand, (first, r, ok, dp) in results:
+        evaluated += cand["tp"].size
+        for reason, mask in zip(REASONS, first, strict=False):
+            refused[reason] += int(mask.sum())
+        fit = r["memory"] <= _capacity(registry, cl)
+        refused[REASONS[-1]] += int((~fit).sum())
+        fits_total += int(fit.sum())
+        idx = ok[fit]
+        steps = np.asarray(r["step"])[fit]
+        for j in np.argsort(steps)[: max(top, 1)]:
+            i = idx[j]
+            rows.append((float(steps[j]), n, {
+                "tp": int(cand["tp"][i]), "pp": int(cand["pp"][i]),
+                "vpp": int(cand["vpp"][i]), "dp": int(dp[i]), "cp": int(cand["cp"][i]),
+                "ep": int(cand["ep"][i]), "micro_batch": int(cand["mb"][i]),
+                "recompute": _recompute_name(int(cand["recompute"][i])),
+                "zero": int(cand["zero"][i])}))
+    rows.sort(key=lambda x: x[0])
+    at_max = [x for x in rows if x[1] == devices][:top]
+    best = tuple(train(workload, cl, devices=n, global_batch=global_batch, seq_len=seq_len,
+                       precision=precision, basis=basis, lora=lora, qlora=qlora,
+                       reserve=reserve, registry=registry, **lo) for _, n, lo in at_max)
+    pareto, best_t = [], float("inf")
+    for n in sorted(device_counts):
+        mine = [x for x in rows if x[1] == n]
+        if mine and mine[0][0] < best_t:
+            best_t = mine[0][0]
+            pareto.append((n, mine[0][0], mine[0][2]))
+    return SearchResult(best=best, pareto=tuple(pareto), refused=refused,
+                        evaluated=evaluated, fitting=fits_total, workload=arch.name,
+                        cluster=cl.name)
+
+
+def _capacity(registry, cl) -> float:
+    return registry.device(cl.device).memory.capacity
+
+
+def _recompute_name(code: int) -> str:
+    return next(k for k, v in RECOMPUTE.items() if v == code)
+
+
+__all__ = ["REASONS", "SearchResult", "candidates", "search_layouts"]

@@ -1,0 +1,65 @@
+"""An engine profile's host time per step, tabulated by the step's sequence count.
+
+    eager step:  host(b) = dispatch(b) + K * launch        (every kernel launched)
+    graph step:  host(b) = dispatch(b) + graph_launch      (a captured decode batch replays)
+
+``K`` is the plan's kernel count and ``launch`` the roofline's kernel launch (serve's
+host-dispatch arithmetic); ``graph_launch`` the host calibration's ``launch.graph``.
+``dispatch(b)`` is the engine's measured step time at ``b`` sequences (the host calibration
+profile it names, interpolated linearly and extended linearly past its measured batches, as
+``roofkit serve --engine`` does, and reported when a run leaves that range), else the
+launch-and-wait round trip ``launch.kernel_sync`` (calibrated basis) or the device spec's
+``overheads.dispatch`` (datasheet basis): what ``roofkit serve`` charges without an engine.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ..circuit.roofline import host_calibration
+from ..serving import overhead as _overhead
+
+
+@attrs.frozen(eq=False)
+class HostTable:
+    eager: list
+    graph: list
+    measured: tuple[int, int] | None  # the batch range the engine's host time was measured at
+    source: str
+    overlap: bool = False
+
+
+def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostTable:
+    """Host seconds per step for 0..max_seqs sequences (``engine`` an EngineSpec or None)."""
+    host = host_calibration(registry)
+    b = np.arange(0, max_seqs + 1, dtype=float)
+    measured = None
+    calibrated = roofline.name == "calibrated"
+    h = engine.host if engine is not None else None
+    if h is not None and calibrated and (h.calibration or h.by_batch):
+        if h.calibration:
+            prof = _overhead.engine_profile(host, h.calibration)
+            keys = sorted({int(k) for t in prof.components.values() for k in t.by_batch})
+            dispatch = np.array([_overhead.engine_step_time(prof, max(int(x), 1)) for x in b])
+            source = f"engine {engine.name}: host calibration {h.calibration!r} ({prof.source})"
+        else:
+            keys = sorted(int(k) for k in h.by_batch)
+            xs = np.array(keys, dtype=float)
+            ys = np.array([h.by_batch[str(k)] for k in keys])
+            dispatch = np.array([_overhead._interp_linear(max(x, 1.0), xs, ys) for x in b])
+            source = f"engine {engine.name}: {h.source}"
+        measured = (keys[0], keys[-1])
+    else:
+        step = _overhead.step_overhead(roofline, host, kernels, 1, None)
+        dispatch = np.full(b.shape, step.dispatch)
+        source = step.source
+        if engine is not None:
+            source = f"engine {engine.name}: no measured step time; {source}"
+    launch = roofline.launch
+    graph = host["launch"].get("graph") if calibrated else None
+    graph_launch = graph.value if graph is not None else launch
+    eager = dispatch + kernels * launch
+    return HostTable(eager=eager.tolist(), graph=(dispatch + graph_launch).tolist(),
+                     measured=measured, source=source,
+                     overlap=bool(h is not None and h.overlap))

@@ -1,0 +1,370 @@
+"""``roofkit.plan``: the serving configurations that meet an SLO, best first.
+
+The search crosses devices x precisions x tensor parallelism x concurrency (the batch cap
+of one engine replica) x aggregated or disaggregated serving (prefill TP, decode TP and
+P:D worker counts within ``max_devices``), and screens every configuration with the
+steady state of continuous batching on the circuit's step costs, as numpy arrays over the
+concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I + O/2``:
+
+    t_dec(C)   = rows(C) + head(C) + attn(C, I + O/2) + host(C)        a decode step
+    x(C)       = rows(C + I) - rows(C) + attn_prefill(I, I/2) + head(C + 1) - head(C)
+                 (+ the eager launches a mixed step pays over a graph replay)
+    aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
+                TTFT = t_dec + x, output tokens/s = C / TPOT
+    disaggregated: TPOT = t_dec(C) on the decode pool, TTFT = t_pre(I) + t_kv(I),
+                request rate = min(P r_pre, D C / (O t_dec)), tokens/s = rate * O,
+                r_pre = k / t_step(k prompts), k = max(1, token budget // I)
+
+(``prefill-first`` engines without mixed steps pay a whole prefill step ``t_pre`` in place
+of ``x``). A configuration is refused, with its reason counted, when the weights or the
+KV of ``C`` sequences do not fit (``C (I + O/2)`` tokens held as the cache grows,
+``C (I + O)`` when the engine reserves), when it needs more devices than allowed, or when
+it misses the SLO. The survivors are ranked by output tokens/s per device, their Pareto
+front of tokens/s per device against tokens/s per user is marked, and the best few are
+re-run through the step simulator (``roofkit.simulate``) so the table shows simulated
+percentiles beside the screening estimate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+from ..circuit import api as _circuit
+from ..errors import OOMError, RoofkitError, SpecError
+from .host import host_table
+from .steps import CONTEXT_ROLES
+
+CONCURRENCIES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+TPS = (1, 2, 4, 8)
+
+
+@attrs.frozen(eq=False)
+class PlanResult:
+    """Ranked configurations meeting the SLO, the Pareto front, and the refusals."""
+
+    workload: str
+    slo: dict
+    input_len: int
+    output_len: int
+    rows: list  # one dict per configuration that meets the SLO, best first
+    refused: dict  # reason -> count
+    evaluated: int
+    verified: list  # the best configurations re-run through the simulator
+    notes: tuple
+
+    @property
+    def best(self) -> dict | None:
+        return self.rows[0] if self.rows else None
+
+    @property
+    def pareto(self) -> list:
+        return [r for r in self.rows if r["pareto"]]
+
+    def to_dict(self) -> dict:
+        return {"workload": self.workload, "slo_ms": {k: v * 1e3 for k, v in self.slo.items()},
+                "input_len": self.input_len, "output_len": self.output_len,
+                "evaluated": self.evaluated, "meeting_slo": len(self.rows),
+                "refused": dict(self.refused), "configurations": self.rows[:50],
+                "pareto": self.pareto, "verified": self.verified, "notes": list(self.notes)}
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def __repr__(self) -> str:
+        b = self.best
+        head = "none meets the SLO" if b is None else (
+            f"best {b['device']} {b['precision']} {b['layout']} C={b['concurrency']}: "
+            f"{b['output_tokens_per_s_per_device']:.0f} tok/s/device")
+        return f"PlanResult({self.workload}: {self.evaluated} evaluated, {head})"
+
+
+def _split(plan):
+    kinds = plan.model.kinds
+    return [kinds[p.node.op.lower()].role in CONTEXT_ROLES for p in plan.nodes]
+
+
+def _parts(out, ctx_mask):
+    """(row part, head part, context part) of a plan run's node times."""
+    rows = head = ctx = 0.0
+    for o, is_ctx in zip(out, ctx_mask, strict=True):
+        if o[0].node.section == "head":
+            head = head + o[3]
+        elif is_ctx:
+            ctx = ctx + o[3]
+        else:
+            rows = rows + o[3]
+    return rows, head, ctx
+
+
+@attrs.frozen
+class Layout:
+    """The step costs of one (device, precision, tp) as arrays over the concurrencies."""
+
+    t_dec: np.ndarray
+    x: np.ndarray
+    t_pre: float
+    pre_rate: float  # prompts per second of one prefill worker, batched to its token budget
+    kv_ok: np.ndarray
+    weights_fit: bool
+    kv_token: float
+    state: float
+
+
+def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis):
+    """Screening costs of one layout over concurrencies ``C`` (see the module docstring)."""
+    kw = dict(precision=precision, kv_cache_dtype=kv_cache_dtype, basis=basis, tp=tp,
+              registry=reg)
+    fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                            registry=reg, tp=tp, basis=basis)
+    usable = d.memory.capacity * d.memory.usable_fraction
+    cap = usable - fp.weights
+    if cap <= 0:
+        return None
+    dplan = _circuit.plan(w, d, "decode", **kw)
+    pplan = _circuit.plan(w, d, "prefill", **kw)
+    dmask, pmask = _split(dplan), _split(pplan)
+    Cf = np.asarray(C, dtype=float)
+    r_c, h_c, a_c = _parts(dplan.run(Cf, float(n_in + n_out // 2), Cf), dmask)
+    r_ci, _, _ = _parts(dplan.run(Cf + n_in, 1.0, Cf + 1), dmask)
+    h_c1 = _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1]
+    r_i, h_1, _ = _parts(dplan.run(float(n_in), 1.0, 1.0), dmask)
+    h_1 = _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1]
+    a_p = _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2]
+    kernels = sum(p.count for p in dplan.nodes)
+    spec_e = None if engine is None else reg.spec("engines", engine)
+    host = host_table(spec_e, dplan.roofline, reg, kernels, int(max(C)) + 1)
+    sizes = () if spec_e is None else tuple(spec_e.cuda_graphs.batch_sizes)
+    ci = np.asarray(C, dtype=int)
+    eager = np.asarray(host.eager)[ci]
+    graph = np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci], eager)
+    dev_dec = r_c + h_c + a_c
+    t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
+    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph)
+    pre_dev = float(r_i + h_1 + a_p)
+    t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
+    # a prefill worker batches as many whole prompts as its token budget holds
+    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
+    k = max(1, budget // n_in)
+    r_k, _, _ = _parts(dplan.run(float(k * n_in), 1.0, float(k)), dmask)
+    h_k = _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1]
+    dev_k = float(r_k + h_k + k * a_p)
+    host_k = host.eager[min(k, len(host.eager) - 1)]
+    pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
+    reserve = spec_e is not None and spec_e.scheduler.admission == "reserve"
+    held = n_in + (n_out if reserve else n_out / 2)
+    kv_ok = Cf * (fp.kv_per_token * held + fp.state_per_seq) <= cap
+    mixed = spec_e is None or spec_e.scheduler.mixed_batches
+    if not mixed:
+        x = np.full_like(Cf, t_pre)
+    return Layout(t_dec=np.broadcast_to(t_dec, Cf.shape), x=np.broadcast_to(x, Cf.shape),
+                  t_pre=t_pre, pre_rate=pre_rate, kv_ok=kv_ok, weights_fit=True,
+                  kv_token=fp.kv_per_token,
+                  state=fp.state_per_seq)
+
+
+def _tps(d, max_devices):
+    ic = d.interconnect
+    top = 1 if ic is None else min(ic.max_devices, max_devices)
+    return [t for t in TPS if t <= top]
+
+
+def plan_group(item) -> dict:
+    """Screen every configuration of one (device, precision) (a picklable work item)."""
+    from ..registry import resolve
+    from ..sweep.distribute import local_registry
+
+    (workload, device, precision, n_in, n_out, slo, max_devices, engine, kv_dtype, basis, conc,
+     disagg, settings) = item
+    reg = resolve(local_registry(settings))
+    w, d = reg.workload(workload), reg.device(device)
+    C = np.asarray(conc, dtype=float)
+    refused: dict[str, int] = {}
+    rows = []
+    evaluated = 0
+
+    def refuse(why, n=1):
+        refused[why] = refused.get(why, 0) + int(n)
+
+    lays = {}
+    for tp in TPS:
+        if tp > max_devices:
+            refuse(f"tp {tp} above max devices {max_devices}", len(C))
+            evaluated += len(C)
+            continue
+        if tp not in _tps(d, max_devices):
+            refuse(f"tp {tp} beyond {d.name}'s interconnect", len(C))
+            evaluated += len(C)
+            continue
+        try:
+            lay = layout_costs(reg, w, d, precision, tp, n_in, n_out, conc, engine, kv_dtype, basis)
+        except (SpecError, OOMError, ValueError) as exc:
+            refuse(f"not costed: {exc}".split("\n")[0][:120], len(C))
+            evaluated += len(C)
+            continue
+        if lay is None:
+            refuse("weights do not fit", len(C))
+            evaluated += len(C)
+            continue
+        lays[tp] = lay
+        # aggregated
+        tpot = lay.t_dec + C * lay.x / n_out
+        ttft = lay.t_dec + lay.x
+        tok = C / tpot
+        evaluated += len(C)
+        for i, c in enumerate(conc):
+            why = _miss(lay.kv_ok[i], ttft[i], tpot[i], slo)
+            if why:
+                refuse(why)
+                continue
+            rows.append(_row(device, precision, "aggregated", f"TP{tp}", tp, int(c), ttft[i],
+                             tpot[i], tok[i] / tp, 1.0 / tpot[i], tp))
+    if disagg and lays:
+        bw, lat = _kv_link(d)
+        for ptp, pl in lays.items():
+            for dtp, dl in lays.items():
+                for p in range(1, max_devices // ptp + 1):
+                    for q in range(1, (max_devices - p * ptp) // dtp + 1):
+                        devices = p * ptp + q * dtp
+                        t_kv = lat + (n_in * pl.kv_token + pl.state) / bw
+                        ttft = pl.t_pre + t_kv
+                        tpot = dl.t_dec
+                        rate = np.minimum(p * pl.pre_rate, q * C / (n_out * dl.t_dec))
+                        tok_dev = rate * n_out / devices
+                        evaluated += len(C)
+                        for i, c in enumerate(conc):
+                            why = _miss(dl.kv_ok[i], ttft, tpot[i], slo)
+                            if why:
+                                refuse(why)
+                                continue
+                            rows.append(_row(device, precision, "disaggregated",
+                                             f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp,
+                                             int(c), ttft, tpot[i], tok_dev[i], 1.0 / tpot[i],
+                                             devices, pd=(p, q, ptp, dtp),
+                                             ratio=c / (pl.pre_rate * n_out * dl.t_dec[i])))
+    return {"rows": rows, "refused": refused, "evaluated": evaluated}
+
+
+def _kv_link(d):
+    ic = d.interconnect
+    if ic is None:
+        return math.inf, 0.0
+    return ic.bandwidth, ic.latency or 0.0
+
+
+def _miss(kv_ok, ttft, tpot, slo) -> str:
+    if not kv_ok:
+        return "KV cache too small for the concurrency"
+    for key, v in slo.items():
+        metric = key.split("_")[0]
+        got = {"ttft": ttft, "tpot": tpot, "itl": tpot, "e2e": None}.get(metric)
+        if got is not None and got > v:
+            return f"{metric} above the SLO"
+    return ""
+
+
+def _row(device, precision, mode, layout, tp, c, ttft, tpot, tok_dev, tok_user, devices,
+         pd=None, ratio=None):
+    r = {"device": device, "precision": precision, "mode": mode, "layout": layout, "tp": tp,
+         "concurrency": c, "ttft_ms": float(ttft) * 1e3, "tpot_ms": float(tpot) * 1e3,
+         "output_tokens_per_s_per_device": float(tok_dev),
+         "output_tokens_per_s_per_user": float(tok_user), "devices": int(devices)}
+    if pd is not None:
+        r.update(prefill_workers=pd[0], decode_workers=pd[1], prefill_tp=pd[2],
+                 decode_tp=pd[3], balanced_pd_ratio=float(ratio))
+    return r
+
+
+def _pareto(rows):
+    """Mark the rows no other row beats on both tokens/s/device and tokens/s/user."""
+    order = sorted(range(len(rows)), key=lambda i: (-rows[i]["output_tokens_per_s_per_device"],
+                                                    -rows[i]["output_tokens_per_s_per_user"]))
+    best_user = -math.inf
+    for i in order:
+        u = rows[i]["output_tokens_per_s_per_user"]
+        rows[i]["pareto"] = u > best_user
+        if u > best_user:
+            best_user = u
+
+
+def plan(workload, devices, *, input_len: int, output_len: int, slo,
+         max_devices: int = 8, precisions=None, concurrencies=CONCURRENCIES,
+         engine: str | None = "vllm", disagg: bool = True, kv_cache_dtype: str = "bf16",
+         basis: str = "calibrated", verify: int = 3, executor=None, registry=None
+         ) -> PlanResult:
+    """Search configurations for ``slo`` (``"ttft_p90=2s,tpot_p90=50ms"``); see the module
+    docstring. ``precisions`` defaults to the workload's format and fp8 where the device
+    has an fp8 slot. ``executor``: any ``concurrent.futures.Executor`` (one work item per
+    device and precision; pass ``registry`` as ``roofkit.sweep.RegistrySettings`` for
+    process pools). ``verify``: how many of the best to re-run through the simulator."""
+    from ..registry import resolve
+    from ..sweep.distribute import local_registry, portable_registry, shares_memory
+    from .simulate import parse_slo
+
+    slo = parse_slo(slo)
+    if not slo:
+        raise RoofkitError("plan needs an SLO, e.g. slo='ttft_p90=2s,tpot_p90=50ms'")
+    for name, v in (("input_len", input_len), ("output_len", output_len),
+                    ("max_devices", max_devices)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
+    reg = resolve(local_registry(registry))
+    w = reg.workload(workload)
+    devs = [reg.device(x).name for x in ([devices] if isinstance(devices, str) else devices)]
+    items = []
+    for dn in devs:
+        d = reg.device(dn)
+        precs = precisions or [w.formats.get("default", "bf16")] + (
+            ["fp8"] if "fp8" in d.compute and w.formats.get("default", "bf16") != "fp8" else [])
+        for p in precs:
+            settings = registry if executor is None or shares_memory(executor) else \
+                portable_registry(registry)
+            items.append((w.name, dn, p, int(input_len), int(output_len), slo,
+                          int(max_devices), engine, kv_cache_dtype, basis,
+                          tuple(int(c) for c in concurrencies), bool(disagg),
+                          settings if executor is not None else reg))
+    results = list(executor.map(plan_group, items)) if executor is not None else \
+        [plan_group(i) for i in items]
+    rows, refused, evaluated = [], {}, 0
+    for res in results:
+        rows += res["rows"]
+        evaluated += res["evaluated"]
+        for k, v in res["refused"].items():
+            refused[k] = refused.get(k, 0) + v
+    rows.sort(key=lambda r: -r["output_tokens_per_s_per_device"])
+    _pareto(rows)
+    verified = []
+    for r in rows[:max(int(verify), 0)]:
+        verified.append(_verify(reg, w, r, input_len, output_len, slo, engine, kv_cache_dtype,
+                                basis))
+    notes = ("screening: steady-state continuous batching on the circuit's step costs "
+             "(module roofkit.load.plan); percentiles of the verified rows are simulated",
+             f"engine profile: {engine or 'none'}")
+    return PlanResult(workload=w.name, slo=slo, input_len=int(input_len),
+                      output_len=int(output_len), rows=rows, refused=refused,
+                      evaluated=evaluated, verified=verified, notes=notes)
+
+
+def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
+    from .simulate import Disagg, simulate
+
+    c = r["concurrency"]
+    kw = dict(input_len=n_in, output_len=n_out, precision=r["precision"], kv_cache_dtype=kv_dtype,
+              engine=engine, slo=slo, basis=basis, registry=reg)
+    if r["mode"] == "aggregated":
+        sim = simulate(w, r["device"], concurrency=c, requests=max(10 * c, 64), tp=r["tp"],
+                       **kw)
+    else:
+        dis = Disagg(r["prefill_workers"], r["decode_workers"], r["prefill_tp"],
+                     r["decode_tp"])
+        total = c * r["decode_workers"]
+        sim = simulate(w, r["device"], concurrency=total, requests=max(10 * total, 64),
+                       disagg=dis, **kw)
+    return {**{k: r[k] for k in ("device", "precision", "mode", "layout", "concurrency")},
+            "simulated": {k: sim.to_dict()[k] for k in (
+                "ttft_ms", "tpot_ms", "output_tokens_per_s_per_device", "slo_met",
+                "goodput")}}

@@ -1,0 +1,219 @@
+"""Request streams: arrivals (Poisson rate, closed-loop concurrency, a JSON-lines trace) and
+prompt/output length distributions, drawn from one seeded generator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from ..errors import RoofkitError, SpecError
+
+DISTRIBUTIONS = ("fixed", "uniform", "normal", "histogram")
+
+
+@attrs.frozen
+class Lengths:
+    """A token-length distribution: ``fixed`` (a), ``uniform`` (a..b inclusive), ``normal``
+    (mean a, standard deviation b, rounded, at least 1) or ``histogram`` (lengths and their
+    weights, e.g. read from a two-column CSV file)."""
+
+    kind: str = "fixed"
+    a: float = 128
+    b: float = 0
+    values: tuple = ()
+    weights: tuple = ()
+
+    def __attrs_post_init__(self):
+        if self.kind not in DISTRIBUTIONS:
+            raise SpecError(f"length distribution {self.kind!r}: one of "
+                            f"{', '.join(DISTRIBUTIONS)}")
+        if self.kind == "histogram":
+            if not self.values or len(self.values) != len(self.weights) or \
+                    min(self.values) < 1 or min(self.weights) < 0 or sum(self.weights) <= 0:
+                raise SpecError("a length histogram needs lengths >= 1 with weights >= 0 "
+                                "that sum above 0")
+        elif self.a < 1 or (self.kind == "uniform" and self.b < self.a) or self.b < 0:
+            raise SpecError(f"length distribution {self.describe()}: lengths must be >= 1 "
+                            "(uniform: low <= high; normal: std >= 0)")
+
+    @property
+    def high(self) -> int:
+        """The longest length it draws (normal: mean + 6 std)."""
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return int(self.b)
+        if self.kind == "normal":
+            return round(self.a + 6 * self.b)
+        return int(max(self.values))
+
+    @property
+    def mean(self) -> float:
+        if self.kind == "uniform":
+            return (self.a + self.b) / 2
+        if self.kind == "histogram":
+            w = np.asarray(self.weights, dtype=float)
+            return float(np.dot(self.values, w) / w.sum())
+        return float(self.a)
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{int(self.a)}"
+        if self.kind == "uniform":
+            return f"uniform {int(self.a)}..{int(self.b)}"
+        if self.kind == "normal":
+            return f"normal(mean {self.a:g}, std {self.b:g})"
+        return f"histogram of {len(self.values)} lengths (mean {self.mean:.0f})"
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "fixed":
+            return np.full(n, int(self.a), dtype=np.int64)
+        if self.kind == "uniform":
+            return rng.integers(int(self.a), int(self.b) + 1, size=n)
+        if self.kind == "normal":
+            x = np.rint(rng.normal(self.a, self.b, size=n))
+            return np.clip(x, 1, self.high).astype(np.int64)
+        w = np.asarray(self.weights, dtype=float)
+        return rng.choice(np.asarray(self.values, dtype=np.int64), size=n, p=w / w.sum())
+
+
+def lengths(spec) -> Lengths:
+    """A :class:`Lengths` from an int (fixed), a Lengths, a tuple ``("uniform", 512, 1536)``
+    or a string: ``1024``, ``uniform:512:1536``, ``normal:1024:128``, ``hist:FILE.csv``
+    (rows ``length,weight``)."""
+    if isinstance(spec, Lengths):
+        return spec
+    if isinstance(spec, bool):
+        raise SpecError(f"a length is a whole number >= 1 or a distribution, got {spec!r}")
+    if isinstance(spec, int | np.integer):
+        return Lengths("fixed", int(spec))
+    if isinstance(spec, tuple | list):
+        kind, *args = spec
+        return Lengths(kind, *map(float, args))
+    text = str(spec).strip()
+    if text.isdigit():
+        return Lengths("fixed", int(text))
+    kind, _, rest = text.partition(":")
+    if kind in ("hist", "histogram"):
+        return histogram_file(rest)
+    try:
+        args = [float(x) for x in rest.split(":")] if rest else []
+    except ValueError:
+        args = None
+    if kind not in DISTRIBUTIONS or args is None or len(args) != 2:
+        raise SpecError(f"length {text!r}: write N, uniform:LOW:HIGH, normal:MEAN:STD or "
+                        "hist:FILE.csv")
+    return Lengths(kind, *args)
+
+
+def histogram_file(path) -> Lengths:
+    """A histogram from a CSV file of ``length,weight`` rows (a header line is skipped)."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"length histogram {str(p)!r}: no such file (rows 'length,weight')")
+    values, weights = [], []
+    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [x.strip() for x in line.split(",")]
+        try:
+            v, w = int(parts[0]), float(parts[1])
+        except (ValueError, IndexError):
+            if i == 1:
+                continue  # a header
+            raise SpecError(f"{p}:{i}: expected 'length,weight', got {line!r}") from None
+        values.append(v)
+        weights.append(w)
+    return Lengths("histogram", values=tuple(values), weights=tuple(weights))
+
+
+@attrs.frozen(eq=False)
+class Stream:
+    """Requests to serve: ``arrival`` times in s (None: a closed loop of ``concurrency``
+    clients, each sending its next request when the last one finished), prompt and output
+    lengths."""
+
+    input_len: np.ndarray
+    output_len: np.ndarray
+    arrival: np.ndarray | None = None
+    concurrency: int | None = None
+    rate: float | None = None
+    describe: str = ""
+
+    def __len__(self) -> int:
+        return len(self.input_len)
+
+    def take(self, idx) -> Stream:
+        """The requests at ``idx`` (a data-parallel replica's share)."""
+        return attrs.evolve(self, input_len=self.input_len[idx],
+                            output_len=self.output_len[idx],
+                            arrival=None if self.arrival is None else self.arrival[idx])
+
+
+def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=128,
+           output_len=128, seed=0) -> Stream:
+    """The request stream of a simulation: exactly one of ``concurrency``, ``rate`` (QPS,
+    Poisson arrivals) or ``trace`` (a JSON-lines file, one request a line: ``arrival`` s,
+    ``input_len``, ``output_len``)."""
+    given = [x is not None for x in (concurrency, rate, trace)]
+    if sum(given) != 1:
+        raise RoofkitError("give exactly one of concurrency, rate or trace")
+    if trace is not None:
+        return read_trace(trace)
+    rng = np.random.default_rng(seed)
+    if requests is None:
+        requests = max(8 * concurrency, 200) if concurrency else 1000
+    n = int(requests)
+    if n < 1:
+        raise RoofkitError(f"requests must be >= 1, got {requests!r}")
+    li, lo = lengths(input_len), lengths(output_len)
+    inp = li.sample(rng, n)
+    out = lo.sample(rng, n)
+    if concurrency is not None:
+        if isinstance(concurrency, bool) or int(concurrency) != concurrency or concurrency < 1:
+            raise RoofkitError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        return Stream(inp, out, None, int(concurrency), None,
+                      f"closed loop of {int(concurrency)} clients, {n} requests, input "
+                      f"{li.describe()}, output {lo.describe()}")
+    if not rate > 0:
+        raise RoofkitError(f"rate must be > 0 requests/s, got {rate!r}")
+    arrival = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    arrival -= arrival[0]
+    return Stream(inp, out, arrival, None, float(rate),
+                  f"Poisson arrivals at {rate:g} requests/s, {n} requests, input "
+                  f"{li.describe()}, output {lo.describe()}")
+
+
+def read_trace(path) -> Stream:
+    """A JSON-lines trace: ``{"arrival": 0.12, "input_len": 812, "output_len": 95}`` a line
+    (``timestamp`` for ``arrival``, ``input_tokens``/``output_tokens`` also read)."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"trace {str(p)!r}: no such file (JSON lines of arrival, input_len, "
+                        "output_len)")
+    arr, inp, out = [], [], []
+    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            a = float(rec.get("arrival", rec.get("timestamp")))
+            n_in = int(rec.get("input_len", rec.get("input_tokens")))
+            n_out = int(rec.get("output_len", rec.get("output_tokens")))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise SpecError(f"{p}:{i}: expected a JSON object with arrival, input_len and "
+                            f"output_len ({exc})") from None
+        if n_in < 1 or n_out < 1 or a < 0:
+            raise SpecError(f"{p}:{i}: arrival must be >= 0 and lengths >= 1")
+        arr.append(a)
+        inp.append(n_in)
+        out.append(n_out)
+    if not arr:
+        raise SpecError(f"{p}: the trace holds no requests")
+    order = np.argsort(np.asarray(arr), kind="stable")
+    a = np.asarray(arr)[order]
+    return Stream(np.asarray(inp)[order], np.asarray(out)[order], a - a[0], None, None,
+                  f"trace {p.name}: {len(a)} requests over {a[-1] - a[0]:.1f} s")

@@ -1,0 +1,395 @@
+"""The engine loop: continuous batching of a request stream, one step at a time.
+
+Each iteration forms a step from the engine's policy, costs it with the circuit's step
+tables (:mod:`.steps`) plus the engine's host time (:mod:`.host`), and advances the clock:
+
+- ``decode-first`` (vLLM V1, TensorRT-LLM in-flight): every running sequence decodes;
+  the token budget left (``max_num_batched_tokens - decode rows``) goes to prompts, first
+  the one being chunked, then waiting requests in arrival order while ``max_num_seqs`` and
+  the KV cache allow. Without chunked prefill a prompt enters only whole.
+- ``prefill-first`` (vLLM V0, SGLang): when a prompt can be admitted the step prefills
+  (decode rows join it only with ``mixed_batches``); otherwise the running sequences decode.
+
+KV cache (bytes of one device): ``weights + n_seqs * (state + kv_token * (block - 1) / 2)
++ kv_token * tokens held``, within the usable memory. ``grow`` admission holds each
+sequence's tokens as they are written; when a decode step finds no room the most recently
+admitted sequence is preempted and recomputed later (its prompt and generated tokens are
+prefilled again). ``reserve`` admits a request only with room for all of its tokens. A
+declared prefix-cache hit rate skips that share of each new prompt's prefill (whole blocks).
+
+The loop keeps O(1) work per step: decode sequences are a heap of their finishing step,
+the running contexts a sum, so a step costs a few float operations and one table lookup
+per term. Speculative decoding generates ``tokens_per_step`` tokens per sequence per step
+(the expected accepted drafts plus one).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+
+import attrs
+import numpy as np
+
+from ..errors import OOMError
+
+
+@attrs.frozen
+class EngineConfig:
+    """What the loop needs of an engine and a deployment."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool
+    mixed_batches: bool
+    policy: str
+    block_size: int
+    admission: str
+    graph_sizes: tuple[int, ...]
+    kv_capacity: float  # bytes free for KV and state on one device after the weights
+    kv_token: float  # KV bytes one token of one sequence holds on one device
+    state_seq: float  # recurrent state bytes per sequence on one device
+    prefix_hit: float = 0.0
+    tokens_per_step: float = 1.0  # tokens a decode step yields per sequence (spec decode)
+    draft_time: object = None  # callable(n_decode, mean_context) -> s, or None
+    decode_only: bool = False  # a decode pool of disaggregated serving: prompts arrive prefilled
+
+
+@attrs.frozen(eq=False)
+class Trace:
+    """What one engine did: per request and per step."""
+
+    arrival: np.ndarray
+    first_token: np.ndarray
+    finish: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+    itl: np.ndarray  # inter-token gaps (s), one entry per group of equal gaps
+    itl_weight: np.ndarray  # tokens each gap stands for
+    step_end: np.ndarray  # clock at the end of each step
+    step_time: np.ndarray
+    step_seqs: np.ndarray  # sequences in each step
+    step_tokens: np.ndarray  # token rows of each step
+    step_kv: np.ndarray  # KV bytes held after each step
+    step_device: np.ndarray
+    preemptions: int
+    host_batches: tuple[int, int]  # the smallest and largest sequence count of any step
+    prefill_tokens: int
+
+
+def _graph_size(sizes, n):
+    """The captured size a decode batch of n pads to (None: beyond the largest)."""
+    if not sizes or n > sizes[-1]:
+        return None
+    import bisect
+
+    return sizes[bisect.bisect_left(sizes, n)]
+
+
+def run(stream, cfg: EngineConfig, costs, host) -> Trace:
+    """Simulate ``stream`` on one engine instance (see the module docstring)."""
+    n = len(stream)
+    inp = [int(x) for x in stream.input_len]
+    out = [int(x) for x in stream.output_len]
+    closed = stream.arrival is None
+    arrival = [0.0] * n if closed else [float(x) for x in stream.arrival]
+    conc = stream.concurrency or n
+    first = [math.nan] * n
+    finish = [math.nan] * n
+    cap = cfg.kv_capacity
+    b_tok = cfg.kv_token
+    b_seq = cfg.state_seq + cfg.kv_token * (cfg.block_size - 1) / 2.0
+    E = cfg.tokens_per_step
+    verify = costs.verify
+    budget_max = cfg.max_num_batched_tokens
+    max_seqs = cfg.max_num_seqs
+    sizes = tuple(cfg.graph_sizes)
+    eager, graph = host.eager, host.graph
+    overlap = host.overlap
+    hit = cfg.prefix_hit
+    block = cfg.block_size
+    reserve = cfg.admission == "reserve"
+    draft = cfg.draft_time
+    dev_time = costs.device_time
+    dec_time = costs.decode_time
+    pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
+    longest = max(inp) + max(out)
+    if cfg.decode_only:
+        per = b_seq + b_tok * longest
+    else:
+        per = b_seq + b_tok * (min(max(inp), budget_max) if not reserve else longest)
+    if cap < per:
+        raise OOMError(f"the KV cache holds {max(cap, 0) / 1e9:.2f} GB per device after the "
+                       f"weights: not one request of {max(inp)} + {max(out)} tokens fits",
+                       required=per, available=max(cap, 0.0))
+
+    # request state
+    next_req = 0  # next request not yet arrived (open loop) or issued (closed loop)
+    issued = 0
+    waiting: deque = deque()
+    prefilling: list = []  # [rid, done, total, resumed]
+    heap: list = []  # (finish_D, rid, version)
+    version = [0] * n
+    join_D = [0] * n
+    join_ctx = [0.0] * n
+    prompt = list(inp)  # tokens to prefill (grows by the generated ones after preemption)
+    remaining = list(out)  # tokens still to generate
+    reserved = [0.0] * n
+    last_token = [0.0] * n
+    running_order: list = []  # decode sequences in admission order (lazy: finished skipped)
+    in_decode = [False] * n
+    n_dec = 0
+    sum_ctx = 0.0
+    kv_used = 0.0
+    D = 0
+    t = 0.0
+    preempt = 0
+    prefill_tokens = 0
+    done = 0
+    gaps, gap_w = [], []
+    ends, times, seqs_l, toks_l, kv_l, devs = [], [], [], [], [], []
+    lo_b, hi_b = 10**9, 0
+    stall = 0.0
+    joined_in_stall = 0
+    if closed:
+        for _ in range(min(conc, n)):
+            waiting.append(issued)
+            issued += 1
+        next_req = n
+
+    def admit_cost(rid):
+        if reserve:
+            return b_seq + b_tok * (prompt[rid] + remaining[rid])
+        return b_seq
+
+    while done < n:
+        # arrivals up to now
+        while next_req < n and arrival[next_req] <= t:
+            waiting.append(next_req)
+            next_req += 1
+        if not waiting and not prefilling and n_dec == 0:
+            if next_req < n:
+                t = max(t, arrival[next_req])
+                continue
+            break
+        if cfg.decode_only:
+            # a decode pool: arrived requests join the batch with their KV transferred
+            while waiting and n_dec < max_seqs:
+                rid = waiting[0]
+                need = b_seq + b_tok * (prompt[rid] + (remaining[rid] if reserve else 0))
+                if kv_used + need > cap:
+                    break
+                waiting.popleft()
+                kv_used += need
+                reserved[rid] = need if reserve else b_seq
+                in_decode[rid] = True
+                n_dec += 1
+                ctx0 = prompt[rid] + 1.0
+                join_D[rid], join_ctx[rid] = D, ctx0
+                sum_ctx += ctx0
+                heapq.heappush(heap, (D + math.ceil(remaining[rid] / E), rid, version[rid]))
+                running_order.append(rid)
+            chunks = []
+            decode_rows = n_dec
+        else:
+            # form the step
+            n_seqs = n_dec + len(prefilling)
+            want_prefill = bool(prefilling) or bool(waiting)
+            decode_rows = n_dec
+            prefill_step = True
+            if cfg.policy == "prefill-first" or not cfg.mixed_batches:
+                prefill_step = want_prefill and _can_admit(
+                    prefilling, waiting, n_seqs, max_seqs, kv_used, cap, admit_cost, b_tok,
+                    prompt, budget_max, cfg.chunked_prefill)
+                if prefill_step and not cfg.mixed_batches:
+                    decode_rows = 0
+                elif not prefill_step:
+                    decode_rows = n_dec
+            budget = budget_max - decode_rows * verify if prefill_step else 0
+            chunks = []
+            if budget > 0:
+                for item in prefilling:
+                    if budget <= 0:
+                        break
+                    rid, dn, tot = item[0], item[1], item[2]
+                    take = min(tot - dn, budget) if cfg.chunked_prefill else (
+                        tot - dn if tot - dn <= budget else 0)
+                    if take <= 0 or (not reserve and kv_used + b_tok * take > cap):
+                        break
+                    chunks.append((item, take))
+                    budget -= take
+                    kv_used += 0.0 if reserve else b_tok * take
+                while budget > 0 and waiting and n_seqs < max_seqs:
+                    rid = waiting[0]
+                    need = admit_cost(rid)
+                    tot = prompt[rid]
+                    cached = 0
+                    if hit > 0 and version[rid] == 0:
+                        cached = min(int(tot * hit) // block * block, tot - 1)
+                    left = tot - cached
+                    take = min(left, budget) if cfg.chunked_prefill else (
+                        left if left <= budget else 0)
+                    if take <= 0:
+                        break
+                    extra = 0.0 if reserve else b_tok * (take + cached)
+                    if kv_used + need + extra > cap:
+                        break
+                    waiting.popleft()
+                    kv_used += need + extra
+                    reserved[rid] = need
+                    item = [rid, cached, tot]
+                    prefilling.append(item)
+                    chunks.append((item, take))
+                    budget -= take
+                    n_seqs += 1
+            if not chunks and decode_rows == 0:
+                decode_rows = n_dec
+                if n_dec == 0:
+                    # nothing fits: the oldest waiting request cannot be admitted
+                    if next_req < n and not waiting:
+                        t = max(t, arrival[next_req])
+                        continue
+                    raise OOMError("the KV cache cannot admit the next request even with "
+                                   "nothing running", required=per, available=cap)
+
+        # cost the step
+        samples = decode_rows * verify
+        ch = []
+        finishing = []
+        for item, take in chunks:
+            ch.append((take, item[1]))
+            if item[1] + take >= item[2]:
+                samples += 1
+                finishing.append(item)
+        pad = None
+        mean_ctx = sum_ctx / n_dec if decode_rows else 0.0
+        if not ch and decode_rows:
+            pad = pad_of[decode_rows] if decode_rows < len(pad_of) else None
+            dev = dec_time(decode_rows, mean_ctx, decode_rows if pad is None else pad)
+        else:
+            dev = dev_time(decode_rows, mean_ctx, ch, samples, pad)
+        if draft is not None and decode_rows:
+            dev += draft(decode_rows, mean_ctx)
+        b = decode_rows + len(ch)
+        if b > len(eager) - 1:
+            b = len(eager) - 1
+        h = graph[b] if pad is not None else eager[b]
+        dt = max(dev, h) if overlap else dev + h
+        lo_b = min(lo_b, b)
+        hi_b = max(hi_b, b)
+        t += dt
+
+        # prompts advanced by this step
+        step_prefill = 0
+        for item, take in chunks:
+            item[1] += take
+            step_prefill += take
+        prefill_tokens += step_prefill
+        # decode rows advanced
+        if decode_rows:
+            D += 1
+            sum_ctx += decode_rows * E
+            if not reserve:
+                kv_used += b_tok * decode_rows * E
+            old = decode_rows - joined_in_stall
+            if old > 0:
+                gaps.append((dt + stall) / E)
+                gap_w.append(old * E)
+            if joined_in_stall:
+                gaps.append(dt / E)
+                gap_w.append(joined_in_stall * E)
+            stall = 0.0
+            joined_in_stall = 0
+            while heap and heap[0][0] <= D:
+                _, rid, ver = heapq.heappop(heap)
+                if ver != version[rid] or not in_decode[rid]:
+                    continue
+                in_decode[rid] = False
+                n_dec -= 1
+                sum_ctx -= join_ctx[rid] + (D - join_D[rid]) * E
+                held = join_ctx[rid] - 1 + (D - join_D[rid]) * E
+                kv_used -= reserved[rid] + (0.0 if reserve else b_tok * held)
+                finish[rid] = t
+                done += 1
+                if closed and issued < n:
+                    arrival[issued] = t
+                    waiting.append(issued)
+                    issued += 1
+            # preemption by recompute when the cache overflows
+            while not reserve and kv_used > cap and n_dec > 1:
+                rid = running_order.pop()
+                if not in_decode[rid]:
+                    continue
+                gen = min(round((D - join_D[rid]) * E), remaining[rid] - 1)
+                in_decode[rid] = False
+                n_dec -= 1
+                sum_ctx -= join_ctx[rid] + (D - join_D[rid]) * E
+                kv_used -= reserved[rid] + b_tok * (join_ctx[rid] - 1 + (D - join_D[rid]) * E)
+                version[rid] += 1
+                prompt[rid] += gen + 1
+                remaining[rid] -= gen
+                last_token[rid] = t
+                waiting.appendleft(rid)
+                preempt += 1
+        elif chunks:
+            stall += dt
+        # prompts that finished: their next token now
+        for item in finishing:
+            rid = item[0]
+            prefilling.remove(item)
+            if math.isnan(first[rid]):
+                first[rid] = t
+            else:
+                gaps.append(t - last_token[rid])
+                gap_w.append(1.0)
+            remaining[rid] -= 1
+            if remaining[rid] <= 0:
+                kv_used -= reserved[rid] + (0.0 if reserve else b_tok * item[2])
+                finish[rid] = t
+                done += 1
+                if closed and issued < n:
+                    arrival[issued] = t
+                    waiting.append(issued)
+                    issued += 1
+                continue
+            in_decode[rid] = True
+            n_dec += 1
+            if decode_rows == 0:
+                joined_in_stall += 1
+            ctx0 = item[2] + 1.0
+            join_D[rid], join_ctx[rid] = D, ctx0
+            sum_ctx += ctx0
+            heapq.heappush(heap, (D + math.ceil(remaining[rid] / E), rid, version[rid]))
+            running_order.append(rid)
+        ends.append(t)
+        times.append(dt)
+        seqs_l.append(b)
+        toks_l.append(decode_rows * verify + step_prefill)
+        kv_l.append(kv_used)
+        devs.append(dev)
+
+    if cfg.decode_only:
+        first = [a for a in arrival]  # the first token came from the prefill pool
+    return Trace(
+        arrival=np.asarray(arrival), first_token=np.asarray(first), finish=np.asarray(finish),
+        input_len=np.asarray(inp), output_len=np.asarray(out), itl=np.asarray(gaps),
+        itl_weight=np.asarray(gap_w), step_end=np.asarray(ends), step_time=np.asarray(times),
+        step_seqs=np.asarray(seqs_l), step_tokens=np.asarray(toks_l),
+        step_kv=np.asarray(kv_l), step_device=np.asarray(devs), preemptions=preempt,
+        host_batches=(lo_b if hi_b else 0, hi_b), prefill_tokens=prefill_tokens)
+
+
+def _can_admit(prefilling, waiting, n_seqs, max_seqs, kv_used, cap, admit_cost, b_tok, prompt,
+               budget, chunked) -> bool:
+    """Whether a prefill step has work: a prompt being chunked, or the first waiting request
+    admissible now."""
+    if prefilling:
+        return True
+    if not waiting or n_seqs >= max_seqs:
+        return False
+    rid = waiting[0]
+    first = min(prompt[rid], budget) if chunked else prompt[rid]
+    if not chunked and prompt[rid] > budget:
+        return False
+    return kv_used + admit_cost(rid) + b_tok * first <= cap

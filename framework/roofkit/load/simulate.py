@@ -1,0 +1,608 @@
+"""``roofkit.simulate``: serving under load, step by step, on the circuit's step costs.
+
+A request stream (:mod:`.requests`) runs through ``dp`` engine replicas (requests dealt
+round-robin), each on ``tp`` devices, with the scheduler of an engine profile
+(``specs/engines``; :mod:`.scheduler`). Disaggregated serving runs a prefill pool and a
+decode pool: a request's prompt is prefilled on a prefill worker, its KV cache moves to a
+decode worker over the link, ``t_kv = latency + I * kv_bytes_per_token / link_bandwidth``
+(counted in TTFT), and the decode worker generates the rest. Speculative decoding verifies
+``k`` drafted tokens per step at ``k + 1`` rows a sequence and yields, per step,
+
+    E = 1 + sum_{i=1..k} prod_{j<=i} a_j        (a_j: acceptance of draft position j)
+
+tokens per sequence; the draft model's ``k`` decode steps are added to the step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import attrs
+import numpy as np
+
+from ..circuit import api as _circuit
+from ..errors import RoofkitError, SpecError
+from ..registry import resolve
+from . import requests as _requests
+from .host import host_table
+from .scheduler import EngineConfig, run
+from .steps import StepCosts
+
+#: scheduler defaults when no engine profile is named: chunked, mixed steps, no CUDA graphs,
+#: the host cost roofkit serve charges (so one request costs what serve says at batch 1)
+BARE = dict(max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
+            mixed_batches=True, policy="decode-first", block_size=16, admission="grow")
+
+
+@attrs.frozen
+class SpecDecode:
+    """Speculative decoding: ``k`` drafted tokens a step, ``acceptance`` one rate for every
+    position or one per position, ``draft`` a workload that proposes them (None: a draft
+    that costs nothing, e.g. n-gram lookup)."""
+
+    k: int
+    acceptance: float | tuple = 0.0
+    draft: str | None = None
+
+    @property
+    def rates(self) -> tuple[float, ...]:
+        a = self.acceptance
+        rates = tuple(a) if isinstance(a, tuple | list) else (float(a),) * self.k
+        if len(rates) != self.k or any(not 0.0 <= x <= 1.0 for x in rates):
+            raise SpecError(f"speculative decoding: {self.k} acceptance rates in [0, 1] "
+                            f"expected, got {a!r}")
+        return rates
+
+    @property
+    def tokens_per_step(self) -> float:
+        """E = 1 + sum_i prod_{j<=i} a_j."""
+        e, run_ = 1.0, 1.0
+        for a in self.rates:
+            run_ *= a
+            e += run_
+        return e
+
+
+@attrs.frozen
+class Disagg:
+    """Disaggregated prefill/decode: worker counts, each pool's TP, the KV link."""
+
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_tp: int | None = None
+    decode_tp: int | None = None
+    link_bandwidth: float | None = None  # B/s; default: the device's interconnect
+    link_latency: float | None = None  # s; default: the interconnect's latency
+
+
+def parse_slo(text) -> dict[str, float]:
+    """``ttft_p90=2s,tpot_p90=50ms`` -> {"ttft_p90": 2.0, "tpot_p90": 0.05} (seconds)."""
+    if not text or isinstance(text, dict):
+        return dict(text or {})
+    out = {}
+    for part in str(text).split(","):
+        m = re.fullmatch(r"\s*(ttft|tpot|itl|e2e)_(mean|p50|p90|p95|p99)\s*=\s*([0-9.]+)\s*"
+                         r"(ms|s)\s*", part)
+        if not m:
+            raise SpecError(f"SLO {part.strip()!r}: write METRIC_STAT=VALUE with a unit, e.g. "
+                            "ttft_p90=2s,tpot_p90=50ms (metrics ttft, tpot, itl, e2e; stats "
+                            "mean, p50, p90, p95, p99)")
+        v = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
+        out[f"{m.group(1)}_{m.group(2)}"] = v
+    return out
+
+
+def parse_disagg(text) -> Disagg | None:
+    """``P:D`` or ``P:D,ptp=2,dtp=4,link=50GB/s``."""
+    if text is None or isinstance(text, Disagg):
+        return text
+    parts = str(text).split(",")
+    m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", parts[0])
+    if not m:
+        raise SpecError(f"--disagg {text!r}: write P:D (prefill and decode workers), then "
+                        "optional ,ptp=N,dtp=N,link=BANDWIDTH")
+    kw = {"prefill_workers": int(m.group(1)), "decode_workers": int(m.group(2))}
+    for p in parts[1:]:
+        k, _, v = p.partition("=")
+        k = k.strip()
+        if k in ("ptp", "dtp"):
+            kw["prefill_tp" if k == "ptp" else "decode_tp"] = int(v)
+        elif k == "link":
+            from ..units import parse as parse_quantity
+
+            kw["link_bandwidth"] = parse_quantity(v.strip(), "bandwidth")
+        else:
+            raise SpecError(f"--disagg option {k!r}: one of ptp, dtp, link")
+    if kw["prefill_workers"] < 1 or kw["decode_workers"] < 1:
+        raise SpecError("--disagg needs at least one prefill and one decode worker")
+    return Disagg(**kw)
+
+
+def parse_spec_decode(text) -> SpecDecode | None:
+    """``k=3,acceptance=0.7[,draft=WORKLOAD]`` or per position ``acceptance=0.8/0.6/0.4``."""
+    if text is None or isinstance(text, SpecDecode):
+        return text
+    kw = {}
+    for part in str(text).split(","):
+        k, _, v = part.partition("=")
+        k = k.strip()
+        if k == "k":
+            kw["k"] = int(v)
+        elif k == "acceptance":
+            vals = tuple(float(x) for x in v.split("/"))
+            kw["acceptance"] = vals if len(vals) > 1 else vals[0]
+        elif k == "draft":
+            kw["draft"] = v.strip()
+        else:
+            raise SpecError(f"--spec-decode option {k!r}: write k=N,acceptance=A[,draft=W]")
+    if "k" not in kw or kw["k"] < 1:
+        raise SpecError("--spec-decode needs k=N (drafted tokens per step, >= 1)")
+    return SpecDecode(**kw)
+
+
+STATS = ("mean", "p50", "p90", "p99")
+
+
+def _stats(x: np.ndarray, w: np.ndarray | None = None) -> dict[str, float]:
+    """mean and percentiles (weighted when ``w``), seconds; NaN when empty."""
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(x)
+    if w is not None:
+        w = np.asarray(w, dtype=float)[ok]
+    x = x[ok]
+    if not len(x):
+        return {k: math.nan for k in (*STATS, "p95")}
+    if w is None:
+        q = np.percentile(x, [50, 90, 95, 99])
+        return {"mean": float(x.mean()), "p50": float(q[0]), "p90": float(q[1]),
+                "p95": float(q[2]), "p99": float(q[3])}
+    order = np.argsort(x, kind="stable")
+    xs, ws = x[order], w[order]
+    cw = np.cumsum(ws)
+    tot = cw[-1]
+
+    def pct(p):
+        return float(xs[min(np.searchsorted(cw, p / 100.0 * tot), len(xs) - 1)])
+
+    return {"mean": float(np.dot(xs, ws) / tot), "p50": pct(50), "p90": pct(90),
+            "p95": pct(95), "p99": pct(99)}
+
+
+@attrs.frozen(eq=False)
+class LoadEstimate:
+    """Serving under load: latency distributions, throughput, goodput, batch and KV use."""
+
+    workload: str
+    device: str
+    engine: str
+    layout: dict
+    pattern: str
+    basis: str
+    ttft: dict
+    tpot: dict
+    itl: dict
+    e2e: dict
+    requests: int
+    duration: float
+    input_tokens: int
+    output_tokens: int
+    devices: int
+    preemptions: int
+    mean_batch: float
+    max_batch: int
+    kv_peak_fraction: float
+    kv_mean_fraction: float
+    goodput: float | None
+    slo: dict
+    slo_met: bool | None
+    notes: tuple[str, ...]
+    timeline: dict  # time, batch (sequences), kv fraction per step (first replica)
+    per_request: dict  # arrival, ttft, tpot, e2e arrays (s)
+    pd_ratio: float | None = None
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.output_tokens / self.duration if self.duration > 0 else math.nan
+
+    @property
+    def input_tokens_per_s(self) -> float:
+        return self.input_tokens / self.duration if self.duration > 0 else math.nan
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.duration if self.duration > 0 else math.nan
+
+    @property
+    def output_tokens_per_s_per_device(self) -> float:
+        return self.output_tokens_per_s / self.devices
+
+    @property
+    def output_tokens_per_s_per_user(self) -> float:
+        """1 / mean TPOT: the decode speed one user sees."""
+        return 1.0 / self.tpot["mean"] if self.tpot["mean"] > 0 else math.nan
+
+    def quantity(self, metric: str, stat: str = "mean"):
+        """``ttft``, ``tpot``, ``itl`` or ``e2e`` at ``stat`` as a pint Quantity in ms."""
+        from ..units import Q
+
+        return Q(getattr(self, metric)[stat] * 1e3, "ms")
+
+    def to_dict(self) -> dict:
+        def ms(d):
+            return {k: d[k] * 1e3 for k in STATS}
+
+        out = {
+            "workload": self.workload, "device": self.device, "engine": self.engine,
+            "layout": dict(self.layout), "pattern": self.pattern,
+            "ttft_ms": ms(self.ttft), "tpot_ms": ms(self.tpot), "itl_ms": ms(self.itl),
+            "e2e_ms": ms(self.e2e),
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "input_tokens_per_s": self.input_tokens_per_s,
+            "requests_per_s": self.requests_per_s,
+            "output_tokens_per_s_per_device": self.output_tokens_per_s_per_device,
+            "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
+            "requests": self.requests, "duration_s": self.duration,
+            "devices": self.devices, "preemptions": self.preemptions,
+            "mean_batch": self.mean_batch, "max_batch": self.max_batch,
+            "kv_peak_fraction": self.kv_peak_fraction,
+            "kv_mean_fraction": self.kv_mean_fraction,
+            "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
+        }
+        if self.slo:
+            out["slo"] = {k: v * 1e3 for k, v in self.slo.items()}
+            out["slo_unit"] = "ms"
+            out["goodput"] = self.goodput
+            out["goodput_unit"] = "requests/s meeting every SLO threshold"
+            out["slo_met"] = self.slo_met
+        if self.pd_ratio is not None:
+            out["pd_ratio"] = self.pd_ratio
+        return out
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame({k: v for k, v in self.per_request.items()})
+
+    def __repr__(self) -> str:
+        return (f"LoadEstimate({self.workload} on {self.device}, {self.engine}: TTFT p50 "
+                f"{self.ttft['p50'] * 1e3:.1f} ms, TPOT p50 {self.tpot['p50'] * 1e3:.2f} ms, "
+                f"{self.output_tokens_per_s:.0f} output tok/s)")
+
+
+@attrs.frozen(eq=False)
+class Replica:
+    """One engine instance's costs and scheduler, resolved once."""
+
+    costs: StepCosts
+    host: object
+    cfg: EngineConfig
+    notes: tuple
+
+
+def _engine_spec(reg, engine):
+    if engine is None or engine == "none":
+        return None
+    return reg.spec("engines", engine)
+
+
+def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, stream,
+                  max_num_seqs=None, max_batched_tokens=None, chunked_prefill=None,
+                  policy=None, prefix_hit=0.0, spec=None, decode_only=False,
+                  prefill_only=False) -> Replica:
+    """Resolve an engine replica: its limits, step tables, host table and KV capacity."""
+    spec_e = _engine_spec(reg, engine)
+    notes = []
+    if spec_e is None:
+        sched = dict(BARE)
+        graphs = ()
+    else:
+        s = spec_e.scheduler
+        seqs, toks = spec_e.limits(d)
+        sched = dict(max_num_seqs=seqs, max_num_batched_tokens=toks,
+                     chunked_prefill=s.chunked_prefill, mixed_batches=s.mixed_batches,
+                     policy=s.policy, block_size=s.block_size, admission=s.admission)
+        graphs = tuple(spec_e.cuda_graphs.batch_sizes)
+    for key, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_batched_tokens),
+                   ("chunked_prefill", chunked_prefill), ("policy", policy)):
+        if v is not None:
+            sched[key] = v
+    if sched["policy"] not in ("prefill-first", "decode-first"):
+        raise SpecError(f"policy {sched['policy']!r}: prefill-first or decode-first")
+    longest_in = int(np.max(stream.input_len))
+    longest = int(np.max(stream.input_len + stream.output_len))
+    if not sched["chunked_prefill"] and longest_in > sched["max_num_batched_tokens"]:
+        notes.append(f"prompts up to {longest_in} tokens without chunked prefill: the step "
+                     f"token budget is raised from {sched['max_num_batched_tokens']} to "
+                     f"{longest_in} (vLLM V0 sets max(max_model_len, 2048))")
+        sched["max_num_batched_tokens"] = longest_in
+    verify = 1 if spec is None else spec.k + 1
+    rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
+    costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                       basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
+                       max_context=longest + 2 * verify, verify=verify)
+    fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                            registry=reg, tp=tp, basis=basis)
+    usable = d.memory.capacity * d.memory.usable_fraction
+    cap = usable - fp.weights
+    host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
+    tps = 1.0 if spec is None else spec.tokens_per_step
+    draft_time = None
+    if spec is not None and spec.draft:
+        dcosts = step_costs(reg, reg.workload(spec.draft), d, tp=tp, precision=None,
+                            kv_cache_dtype=kv_cache_dtype, basis=basis,
+                            max_rows=sched["max_num_seqs"], max_seqs=sched["max_num_seqs"],
+                            max_context=longest + 2 * verify, verify=1)
+        k = spec.k
+        dfp = _circuit.footprint(spec.draft, d, kv_cache_dtype=kv_cache_dtype, registry=reg,
+                                 tp=tp, basis=basis)
+        cap -= dfp.weights
+
+        def draft_time(n, c, _d=dcosts.device_time, _k=k):
+            return _k * _d(n, c)
+
+        notes.append(f"draft {spec.draft}: {k} decode steps of the draft model per step; its "
+                     "weights are taken from the KV memory, its own KV is not counted")
+    cfg = EngineConfig(max_num_seqs=sched["max_num_seqs"],
+                       max_num_batched_tokens=sched["max_num_batched_tokens"],
+                       chunked_prefill=sched["chunked_prefill"],
+                       mixed_batches=sched["mixed_batches"], policy=sched["policy"],
+                       block_size=sched["block_size"], admission=sched["admission"],
+                       graph_sizes=() if prefill_only else graphs, kv_capacity=cap,
+                       kv_token=fp.kv_per_token, state_seq=fp.state_per_seq,
+                       prefix_hit=prefix_hit, tokens_per_step=tps, draft_time=draft_time,
+                       decode_only=decode_only)
+    return Replica(costs, host, cfg, tuple(notes))
+
+
+def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
+               max_context, verify) -> StepCosts:
+    """The step tables of a deployment, built once per registry (they hold plain floats)."""
+    key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
+           int(max_rows), int(max_seqs), int(max_context), int(verify))
+    hit = reg._memo.get(key)
+    if hit is not None and hit[0] is w and hit[1] is d:
+        return hit[2]
+    costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                      basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
+                      max_context=max_context, verify=verify)
+    reg._memo[key] = (w, d, costs)
+    return costs
+
+
+def _deal(stream, k: int):
+    """Round-robin shares of a stream for ``k`` replicas (a closed loop splits its clients)."""
+    out = []
+    for i in range(k):
+        idx = np.arange(i, len(stream), k)
+        if not len(idx):
+            continue
+        s = stream.take(idx)
+        if stream.concurrency is not None:
+            c = stream.concurrency // k + (1 if i < stream.concurrency % k else 0)
+            s = attrs.evolve(s, concurrency=max(c, 1))
+        out.append(s)
+    return out
+
+
+def simulate(workload, device, *, concurrency=None, rate=None, trace=None, requests=None,
+             input_len=128, output_len=128, tp: int = 1, dp: int = 1,
+             precision: str | None = None, kv_cache_dtype: str = "bf16",
+             engine: str | None = "vllm", max_num_seqs: int | None = None,
+             max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
+             policy: str | None = None, prefix_hit: float = 0.0, disagg=None,
+             spec_decode=None, slo=None, seed: int = 0, basis: str = "calibrated",
+             registry=None) -> LoadEstimate:
+    """Simulate serving a request stream under load; see the module docstring.
+
+    :param concurrency: closed loop of this many clients; or ``rate`` (requests/s, Poisson)
+        or ``trace`` (JSON lines). ``requests`` requests in all (default 8 x concurrency,
+        at least 200; 1000 for a rate).
+    :param input_len, output_len: a length or distribution (``"uniform:512:1536"``...).
+    :param engine: an engine profile of ``specs/engines`` (``vllm``, ``vllm-v0``,
+        ``sglang``, ``tensorrt-llm``) or None (the host cost of ``roofkit serve``, chunked
+        mixed steps, no CUDA graphs).
+    :param dp: engine replicas, each on ``tp`` devices; requests are dealt round-robin.
+    :param disagg: a :class:`Disagg` or ``"P:D[,ptp=..,dtp=..,link=..]"``.
+    :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
+    :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
+        threshold (percentile keys are compared per request), ``slo_met`` the percentiles.
+    """
+    reg = resolve(registry)
+    w = reg.workload(workload)
+    d = reg.device(device)
+    for name, v in (("tp", tp), ("dp", dp)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
+    if not 0.0 <= prefix_hit < 1.0:
+        raise RoofkitError(f"prefix_hit must be in [0, 1), got {prefix_hit!r}")
+    slo = parse_slo(slo)
+    dis = parse_disagg(disagg)
+    spec = parse_spec_decode(spec_decode)
+    st = _requests.stream(requests=requests, concurrency=concurrency, rate=rate, trace=trace,
+                          input_len=input_len, output_len=output_len, seed=seed)
+    eng_name = "none" if engine is None else reg.spec("engines", engine).name
+    common = dict(engine=engine, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                  basis=basis, max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens,
+                  chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
+    notes = []
+    pd_ratio = None
+    if dis is None:
+        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, **common)
+        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp)]
+        arrival = np.concatenate([tr.arrival for tr in traces])
+        first = np.concatenate([tr.first_token for tr in traces])
+        finish = np.concatenate([tr.finish for tr in traces])
+        devices = tp * dp
+        reps = [rep]
+        layout = {"tp": tp, "dp": dp}
+    else:
+        ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
+        prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,
+                             **common)
+        pin, pout = st.input_len, st.output_len
+        t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin)
+        dst0 = attrs.evolve(st, output_len=np.maximum(pout - 1, 1), arrival=np.zeros(len(st)))
+        drep = build_replica(reg, w, d, tp=dtp, stream=dst0, spec=spec, decode_only=True,
+                             **common)
+        if st.arrival is not None:
+            parrival = st.arrival
+            ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+        else:
+            # a closed loop: client k sends request i + C when request i finished; the two
+            # pools are re-run on those arrivals until they no longer move (each pass fixes
+            # at least one more round of every client's requests)
+            c = st.concurrency
+            parrival = np.zeros(len(st))
+            for _ in range(len(st) // c + 2):
+                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+                nxt = np.concatenate([np.zeros(min(c, len(st))), finish[:-c] if len(st) > c
+                                      else np.zeros(0)])
+                if np.max(np.abs(nxt - parrival)) < 1e-9:
+                    break
+                parrival = nxt
+            else:
+                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+        arrival = parrival
+        first = ready
+        traces = dtr
+        devices = ptp * dis.prefill_workers + dtp * dis.decode_workers
+        reps = [prep, drep]
+        layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
+                  "decode_workers": dis.decode_workers, "decode_tp": dtp}
+        notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
+                     f"{_link_text(d, dis)}, counted in TTFT")
+        pd_ratio = balance_ratio(ptr, dtr, dis)
+        notes.append(f"P:D balance: {pd_ratio:.2f} prefill workers per decode worker keep both "
+                     "pools equally busy at this load")
+    if dis is None:
+        in_len = np.concatenate([tr.input_len for tr in traces])
+        out_len = np.concatenate([tr.output_len for tr in traces])
+    else:
+        in_len, out_len = st.input_len, st.output_len
+    ttft = first - arrival
+    e2e = finish - arrival
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out_len > 1, (finish - first) / np.maximum(out_len - 1, 1), np.nan)
+    itl_x = np.concatenate([tr.itl for tr in traces])
+    itl_w = np.concatenate([tr.itl_weight for tr in traces])
+    duration = float(np.max(finish) - np.min(arrival))
+    tr0 = traces[0]
+    dt = tr0.step_time
+    cap = reps[-1].cfg.kv_capacity
+    kv_frac = tr0.step_kv / cap if cap > 0 else tr0.step_kv * 0
+    span = float(dt.sum()) or 1.0
+    goodput = met = None
+    if slo:
+        ok = np.ones(len(ttft), dtype=bool)
+        per = {"ttft": ttft, "tpot": np.nan_to_num(tpot, nan=0.0), "e2e": e2e,
+               "itl": np.nan_to_num(tpot, nan=0.0)}
+        for key, v in slo.items():
+            ok &= per[key.split("_")[0]] <= v
+        goodput = float(ok.sum() / duration) if duration > 0 else math.nan
+        stats = {"ttft": _stats(ttft), "tpot": _stats(tpot), "e2e": _stats(e2e),
+                 "itl": _stats(itl_x, itl_w)}
+        met = all(stats[k.split("_")[0]][k.split("_")[1]] <= v for k, v in slo.items())
+    for rep in reps:
+        notes += list(rep.notes)
+        h = rep.host
+        if h.measured is not None:
+            lo, hi = h.measured
+            seen = [tr.host_batches for tr in traces]
+            s_lo = min(x[0] for x in seen)
+            s_hi = max(x[1] for x in seen)
+            if s_lo < lo or s_hi > hi:
+                notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
+                             f"sequences, measured at {lo}..{hi} (extended linearly); "
+                             f"{h.source}")
+    notes.append(f"host per step: {reps[-1].host.source}")
+    if prefix_hit:
+        notes.append(f"prefix cache: {prefix_hit:.0%} of each new prompt's tokens (whole "
+                     "blocks) skip prefill; their KV is counted per request")
+    if spec is not None:
+        notes.append(f"speculative decoding: k={spec.k}, {spec.tokens_per_step:.3f} tokens per "
+                     "sequence per step (expected), verify at k+1 rows; ITL is the step "
+                     "time over the tokens it yields")
+    notes += list(reps[-1].costs.notes)
+    return LoadEstimate(
+        workload=w.name, device=d.name, engine=eng_name, layout=layout,
+        pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
+        itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
+        input_tokens=int(np.sum(in_len)), output_tokens=int(np.sum(out_len)),
+        devices=devices, preemptions=sum(tr.preemptions for tr in traces),
+        mean_batch=float(np.dot(tr0.step_seqs, dt) / span),
+        max_batch=int(tr0.step_seqs.max()) if len(dt) else 0,
+        kv_peak_fraction=float(kv_frac.max()) if len(dt) else 0.0,
+        kv_mean_fraction=float(np.dot(kv_frac, dt) / span) if len(dt) else 0.0,
+        goodput=goodput, slo=slo, slo_met=met, notes=tuple(dict.fromkeys(notes)),
+        timeline={"time_s": tr0.step_end, "step_s": tr0.step_time, "batch": tr0.step_seqs,
+                  "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
+        per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
+        pd_ratio=pd_ratio, plugins=reg.plugin_set)
+
+
+def _pools(st, arrival, prep, drep, dis, t_kv):
+    """Run the prefill pool on ``arrival`` (request order), move each KV cache, run the
+    decode pool: (ready, finish, prefill traces, decode traces), in request order."""
+    n = len(st)
+    order = np.argsort(arrival, kind="stable")
+    pst = _requests.Stream(st.input_len[order], np.ones(n, dtype=np.int64), arrival[order])
+    P, D = dis.prefill_workers, dis.decode_workers
+    first = np.empty(n)
+    ptr = []
+    for i in range(min(P, n)):
+        tr = run(pst.take(np.arange(i, n, P)), prep.cfg, prep.costs, prep.host)
+        first[order[i::P]] = tr.first_token
+        ptr.append(tr)
+    ready = first + t_kv
+    dorder = np.argsort(ready, kind="stable")
+    dst = _requests.Stream(st.input_len[dorder], np.maximum(st.output_len[dorder] - 1, 1),
+                           ready[dorder])
+    finish = np.empty(n)
+    dtr = []
+    for j in range(min(D, n)):
+        tr = run(dst.take(np.arange(j, n, D)), drep.cfg, drep.costs, drep.host)
+        finish[dorder[j::D]] = tr.finish
+        dtr.append(tr)
+    finish = np.where(st.output_len > 1, finish, ready)
+    return ready, finish, ptr, dtr
+
+
+def _link(d, dis):
+    ic = d.interconnect
+    bw = dis.link_bandwidth or (ic.bandwidth if ic is not None else None)
+    if bw is None:
+        raise SpecError(f"{d.name} has no [interconnect]: give the KV link's bandwidth "
+                        "(--disagg P:D,link=50GB/s)")
+    lat = dis.link_latency if dis.link_latency is not None else (
+        (ic.latency or 0.0) if ic is not None else 0.0)
+    return bw, lat
+
+
+def _link_text(d, dis) -> str:
+    bw, lat = _link(d, dis)
+    src = "given link" if dis.link_bandwidth else f"{d.name} interconnect"
+    return f"{src} ({bw / 1e9:.0f} GB/s, {lat * 1e6:.1f} us)"
+
+
+def kv_transfer(reg, w, d, tp, precision, kv_cache_dtype, basis, dis, input_len):
+    """Seconds to move each request's KV to its decode worker:
+    ``latency + I * kv_per_token * tp / link_bandwidth`` (every prefill device sends its
+    shard over its own link in parallel, so one device's shard over one link)."""
+    fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                            registry=reg, tp=tp, basis=basis)
+    bw, lat = _link(d, dis)
+    per_token = fp.kv_per_token  # one device's shard; the tp shards move in parallel
+    return lat + (np.asarray(input_len, dtype=float) * per_token + fp.state_per_seq) / bw
+
+
+def balance_ratio(ptr, dtr, dis) -> float:
+    """Prefill workers per decode worker that keep both pools equally busy:
+    ``(prefill busy time / P) / (decode busy time / D)`` scaled to P:D, i.e. the ratio
+    ``busy_P / busy_D`` per unit of work."""
+    busy_p = sum(float(tr.step_time.sum()) for tr in ptr)
+    busy_d = sum(float(tr.step_time.sum()) for tr in dtr)
+    if busy_d <= 0:
+        return math.inf
+    return busy_p / busy_d

@@ -1,0 +1,133 @@
+"""Serving-under-load validation: published latencies and throughputs of engines under a
+request load, predicted by the simulator (``roofkit validate --kind load``).
+
+A case (``specs/load_cases/*.toml``) names the workload and device, the engine and the
+engine profile the simulator runs (``config.profile``), the layout (tp, dp, disaggregation),
+the request pattern (closed-loop concurrency or a rate, lengths, requests), the metric
+(``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at a ``statistic``, or
+``output_tokens_per_s``, ``requests_per_s``) and where the number was read. Every case is
+predicted on both bases; the signed error is ``(predicted - measured) / measured``, and the
+summary gives the median and maximum absolute error per metric family (TTFT; TPOT and ITL;
+throughput).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import attrs
+
+from ..circuit.roofline import BASES
+from ..errors import RoofkitError
+from ..schema.load_case import FAMILIES, LoadCase
+
+
+def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> float:
+    """The simulator's value of ``case.metric`` at ``case.statistic`` (``_runs`` caches one
+    simulation per configuration across the cases that read different metrics of it)."""
+    from .simulate import simulate
+
+    c = case.config
+    key = (case.workload, case.device, basis, attrs.astuple(c))
+    r = None if _runs is None else _runs.get(key)
+    if r is not None:
+        return _read(case, r)
+    if c.concurrency is not None:
+        requests = c.requests or max(10 * c.concurrency, 100)
+    else:
+        requests = c.requests or 1000
+    r = simulate(case.workload, case.device, concurrency=c.concurrency, rate=c.rate,
+                 requests=requests, input_len=c.input_len, output_len=c.output_len, tp=c.tp,
+                 dp=c.dp, precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16",
+                 engine=c.profile, max_num_seqs=c.max_num_seqs,
+                 max_batched_tokens=c.max_batched_tokens, disagg=c.disagg or None,
+                 basis=basis, registry=registry)
+    if _runs is not None:
+        _runs[key] = r
+    return _read(case, r)
+
+
+def _read(case, r) -> float:
+    c = case.config
+    if case.metric in ("output_tokens_per_s", "requests_per_s"):
+        v = getattr(r, case.metric)
+        return v / r.devices if c.throughput_basis == "per_gpu" else v
+    return r.to_dict()[case.metric][case.statistic]
+
+
+@attrs.frozen
+class LoadCaseResult:
+    name: str
+    metric: str
+    statistic: str
+    config: str
+    measured: float
+    predicted: dict
+    scored: bool
+    reason: str = ""
+
+    def error(self, basis: str) -> float | None:
+        p = self.predicted.get(basis)
+        return None if p is None else (p - self.measured) / self.measured
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "metric": self.metric, "statistic": self.statistic,
+                "config": self.config, "measured": self.measured, "scored": self.scored,
+                "reason": self.reason,
+                **{f"predicted_{b}": self.predicted.get(b) for b in BASES},
+                **{f"error_{b}": self.error(b) for b in BASES}}
+
+
+@attrs.frozen
+class LoadReport:
+    cases: tuple[LoadCaseResult, ...]
+
+    def errors(self, basis: str, family: str | None = None) -> list[float]:
+        return [abs(c.error(basis)) for c in self.cases if c.scored and
+                c.error(basis) is not None and
+                (family is None or FAMILIES[c.metric] == family)]
+
+    def median(self, basis: str, family: str | None = None) -> float | None:
+        e = self.errors(basis, family)
+        return statistics.median(e) if e else None
+
+    def max(self, basis: str, family: str | None = None) -> float | None:
+        e = self.errors(basis, family)
+        return max(e) if e else None
+
+    def summary(self) -> dict:
+        fams = sorted({FAMILIES[c.metric] for c in self.cases})
+        return {f: {b: {"cases": len(self.errors(b, f)), "median_abs_error": self.median(b, f),
+                        "max_abs_error": self.max(b, f)} for b in BASES} for f in fams}
+
+    def to_dict(self) -> dict:
+        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary()}
+
+
+def _describe(case: LoadCase) -> str:
+    c = case.config
+    load = f"c{c.concurrency}" if c.concurrency is not None else f"{c.rate:g} req/s"
+    return (f"{c.precision or '16-bit'} tp{c.tp}{f' dp{c.dp}' if c.dp > 1 else ''} {load} "
+            f"{c.input_len}/{c.output_len} {c.profile}")
+
+
+def run(registry=None, cases=None, bases=BASES) -> LoadReport:
+    """Predict every load case (default: the ``load_cases`` catalogue) on ``bases``."""
+    from ..registry import resolve
+
+    reg = resolve(registry)
+    if cases is None:
+        cases = list(reg.catalogues["load_cases"].values())
+    out = []
+    runs: dict = {}
+    for case in sorted(cases, key=lambda c: c.name):
+        predicted, reason = {}, case.unscored
+        for basis in bases:
+            try:
+                predicted[basis] = float(predict(case, basis, reg, runs))
+            except RoofkitError as exc:
+                predicted[basis] = None
+                reason = f"not predicted: {exc}"
+        out.append(LoadCaseResult(case.name, case.metric, case.statistic, _describe(case),
+                                  case.value, predicted, not reason, reason))
+    return LoadReport(tuple(out))

@@ -1,0 +1,149 @@
+"""Engine profiles: a serving engine's scheduler defaults, CUDA-graph batch sizes and per-step
+host overhead, as data (``specs/engines/*.toml``).
+
+The load simulator (:mod:`roofkit.load`) reads a profile for what the engine does between
+model steps: how many sequences and tokens it batches, whether a long prompt is chunked and
+whether prefill chunks share a step with decode rows, when the KV cache refuses or preempts
+a request, which decode batch sizes replay a captured CUDA graph (one launch) and which
+launch every kernel, and the engine's own host time per step. Every default names the file
+and place it was read from; the host time is a measured table whose batch range the
+simulator reports a run beyond.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from .common import check_key
+from .fields import MAX_COUNT, count, counts, quantities, quantity
+
+Policy = Literal["prefill-first", "decode-first"]
+Admission = Literal["grow", "reserve"]
+
+#: what each scheduling policy does when prompts wait and sequences decode
+POLICIES = {
+    "prefill-first": "waiting prompts are prefilled before the running sequences decode (the "
+                     "decode rows join the step only when mixed batches are on)",
+    "decode-first": "every running sequence decodes each step; waiting prompts fill the "
+                    "token budget left over (vLLM's chunked-prefill scheduler)",
+}
+
+
+@attrs.frozen
+class Cited:
+    """Where a group of defaults was read."""
+
+    source: str = ""
+    where: str = ""
+    notes: str = ""
+
+
+@attrs.frozen
+class LargeDevice:
+    """Defaults an engine switches to on devices with at least ``min_memory`` of memory
+    (vLLM: 70 GiB and not an A100), except the devices listed."""
+
+    min_memory: float = quantity("bytes")
+    max_num_seqs: int = count()
+    max_num_batched_tokens: int = count(maximum=100 * MAX_COUNT)
+    except_devices: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class SchedulerDefaults(Cited):
+    """The scheduler's defaults: sequences and tokens per step, chunking, policy, KV paging."""
+
+    max_num_seqs: int = count(default=256)
+    max_num_batched_tokens: int = count(default=8192, maximum=100 * MAX_COUNT)
+    chunked_prefill: bool = True
+    mixed_batches: bool = True  # prefill chunks and decode rows share one step
+    policy: Policy = "decode-first"
+    block_size: int = count(default=16, maximum=4096, doc="tokens per KV block")
+    admission: Admission = "grow"
+    preemption: Literal["recompute"] = "recompute"
+    large_device: LargeDevice | None = None
+
+
+@attrs.frozen
+class CudaGraphs(Cited):
+    """Decode batch sizes captured as CUDA graphs: a decode-only step pads up to the next
+    captured size and replays it with one launch; beyond the largest it launches every
+    kernel. Empty: no graphs."""
+
+    batch_sizes: list[int] = counts()
+
+
+@attrs.frozen
+class HostOverhead(Cited):
+    """The engine's own host time per step (scheduling, input preparation, sampling, output
+    processing), measured at several batch sizes (``by_batch``), or read from an engine
+    profile of the host calibration (``calibration = "vllm"``). ``overlap``: the engine
+    prepares the next step while the device runs this one (step = max(device, host))."""
+
+    by_batch: dict[str, float] = quantities("time")
+    calibration: str = ""
+    overlap: bool = False
+
+
+@attrs.frozen
+class EngineSpec:
+    """A serving engine profile."""
+
+    name: str = attrs.field(validator=check_key)
+    display_name: str
+    version: str
+    scheduler: SchedulerDefaults
+    host: HostOverhead
+    cuda_graphs: CudaGraphs = attrs.field(factory=CudaGraphs)
+    aliases: list[str] = attrs.field(factory=list)
+    description: str = ""
+    sources: dict[str, str] = attrs.field(factory=dict)
+
+    def limits(self, device) -> tuple[int, int]:
+        """(max_num_seqs, max_num_batched_tokens) the engine picks on ``device``."""
+        s = self.scheduler
+        big = s.large_device
+        if big is not None and device.memory.capacity >= big.min_memory and \
+                device.name not in big.except_devices:
+            return big.max_num_seqs, big.max_num_batched_tokens
+        return s.max_num_seqs, s.max_num_batched_tokens
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        s = self.scheduler
+        for f in ("max_num_seqs", "max_num_batched_tokens", "block_size"):
+            if getattr(s, f) < 1:
+                out.append((f"scheduler.{f}", f"{f} must be at least 1, got {getattr(s, f)}"))
+        if not s.source:
+            out.append(("scheduler.source", "say where the scheduler defaults were read"))
+        sizes = self.cuda_graphs.batch_sizes
+        if sizes and (sorted(set(sizes)) != list(sizes) or sizes[0] < 1):
+            out.append(("cuda_graphs.batch_sizes", "captured batch sizes must be increasing "
+                        "whole numbers >= 1"))
+        if sizes and not self.cuda_graphs.source:
+            out.append(("cuda_graphs.source", "say where the captured batch sizes were read"))
+        h = self.host
+        if h.by_batch and h.calibration:
+            out.append(("host", "give either by_batch or calibration, not both"))
+        for b in h.by_batch:
+            if not b.isdigit() or int(b) < 1:
+                out.append((f"host.by_batch.{b}", "a batch size key is a whole number >= 1"))
+        if (h.by_batch or h.calibration) and not h.source:
+            out.append(("host.source", "say where the host times were measured"))
+        return out
+
+
+def check(spec: EngineSpec, tables) -> list[tuple[str, str]]:
+    """Cross-check against the registry: a named host calibration profile exists."""
+    out = []
+    cal = tables.get("calibration")
+    name = spec.host.calibration
+    if name and cal is not None:
+        hosts = [c for c in cal.values() if getattr(c, "device", None) in (None, "")]
+        if hosts and not any(name in c.engines for c in hosts):
+            known = sorted({k for c in hosts for k in c.engines})
+            out.append(("host.calibration", f"no engine profile {name!r} in the host "
+                        f"calibration; known: {', '.join(known)}"))
+    return out

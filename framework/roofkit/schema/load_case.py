@@ -1,0 +1,106 @@
+"""Serving-under-load validation cases (``specs/load_cases/*.toml``): one published
+latency or throughput of an engine under a request load, with the engine profile, layout and
+request pattern the simulator runs (:mod:`roofkit.load.validation` predicts them)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import attrs
+
+from .common import check_key
+from .fields import count, number, positive
+
+Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
+                 "requests_per_s"]
+Statistic = Literal["mean", "p50", "p90", "p99"]
+_URL = re.compile(r"^https?://\S+$")
+
+#: metric -> the family its error is summarised in
+FAMILIES = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "tpot", "e2e_ms": "e2e",
+            "output_tokens_per_s": "throughput", "requests_per_s": "throughput"}
+
+
+@attrs.frozen
+class LoadSource:
+    url: str
+    where: str
+    notes: str = ""
+
+
+@attrs.frozen
+class LoadConfig:
+    """What the publisher ran, and the simulator's reading of it."""
+
+    engine: str  # the publisher's words
+    profile: str  # an engine profile of specs/engines the simulator runs
+    profile_note: str = ""
+    precision: str | None = None
+    kv_dtype: str | None = None
+    tp: int = count(default=1, maximum=100_000)
+    dp: int = count(default=1, maximum=100_000)
+    concurrency: int | None = count(default=None)
+    rate: float | None = number(positive(1e9), default=None, doc="requests per second")
+    input_len: int = count(default=128, maximum=10**8)
+    output_len: int = count(default=128, maximum=10**8)
+    requests: int | None = count(default=None, maximum=10**8)
+    disagg: str = ""
+    max_num_seqs: int | None = count(default=None)
+    max_batched_tokens: int | None = count(default=None, maximum=10**8)
+    throughput_basis: Literal["total", "per_gpu", ""] = ""
+
+
+@attrs.frozen
+class LoadCase:
+    """One published measurement under load."""
+
+    name: str = attrs.field(validator=check_key)
+    workload: str
+    device: str
+    metric: Metric
+    value: float = number(positive(1e12))
+    config: LoadConfig
+    source: LoadSource
+    statistic: Statistic = "mean"
+    unscored: str = ""
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if not _URL.match(self.source.url.strip()):
+            out.append(("source.url", f"a case needs the URL it was read from, got "
+                        f"{self.source.url!r}"))
+        if self.value <= 0:
+            out.append(("value", f"a measured value must be positive, got {self.value}"))
+        c = self.config
+        if (c.concurrency is None) == (c.rate is None):
+            out.append(("config", "give exactly one of config.concurrency and config.rate"))
+        for f in ("tp", "dp", "input_len", "output_len"):
+            if getattr(c, f) < 1:
+                out.append((f"config.{f}", f"{f} must be at least 1"))
+        if self.metric in ("output_tokens_per_s", "requests_per_s") and not c.throughput_basis:
+            out.append(("config.throughput_basis", "say whether the throughput is 'total' or "
+                        "'per_gpu'"))
+        return out
+
+
+def check(case: LoadCase, tables) -> list[tuple[str, str]]:
+    """Cross-checks: the workload, device, engine profile and precisions exist."""
+    out = []
+    for field, table in (("workload", "workloads"), ("device", "devices")):
+        cat = tables.get(table)
+        if cat is not None and getattr(case, field) not in cat:
+            out.append((field, f"unknown {field} {getattr(case, field)!r} (not in the "
+                        f"{table} catalogue)"))
+    engines = tables.get("engines")
+    if engines is not None and case.config.profile not in engines:
+        out.append(("config.profile", f"unknown engine profile {case.config.profile!r}; "
+                    f"one of {', '.join(sorted(engines))}"))
+    precisions = tables.get("precisions", {})
+    for f in ("precision", "kv_dtype"):
+        v = getattr(case.config, f)
+        if v is not None and precisions and v.lower() not in precisions:
+            out.append((f"config.{f}", f"unknown precision {v!r}"))
+    return out
+
+

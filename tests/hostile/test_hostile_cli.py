@@ -1,0 +1,131 @@
+"""Hostile command lines: every failure is one message, with ``--json`` one JSON error
+object on stdout, an exit code of 1 (bad input) or 2 (does not fit), never a traceback,
+a hang, a partial document or an absurd request taken at its word."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hostile_run import kept_promises, run_cli, run_script
+
+from roofkit.cli import common
+
+W, D = "llama-3.1-8b", "h100"
+HUGE = "1" + "0" * 400  # 10**400: past any float
+
+#: (argv, exit code, kind of the JSON error, words its message holds)
+FAILURES = [
+    (["solve", "nope", D], 1, "unknown_name", "Unknown workload 'nope'"),
+    (["serve", "llama-2-7b", "h10"], 1, "unknown_name", "Unknown device 'h10'"),
+    (["solve", W, D, "--batch", "0"], 1, "bad_argument", "batch_size must be an integer >= 1"),
+    (["solve", W, D, "--efficiency", "nan"], 1, "bad_argument", "efficiency must be in"),
+    (["solve", "/no/such/file.toml", D], 1, "spec", "no such spec file"),
+    (["devices", "--bogus"], 1, "usage", "unrecognized arguments: --bogus"),
+    (["decode", W, D, "--batch", "x"], 1, "usage", "invalid int value"),
+    (["decode", W, D, "--top", "-1"], 1, "usage", "expected an integer >= 0"),
+    (["solve", W, D, "--batch", HUGE], 1, "bad_argument", "MAX_BATCH"),
+    (["fit", W, D, "--seqs", HUGE], 1, "bad_argument", "MAX_BATCH"),
+    (["decode", W, D, "--context", HUGE], 1, "bad_argument", "MAX_TOKENS"),
+    (["serve", W, D, "--output-len", "100000000"], 1, "bad_argument", "MAX_OUTPUT_TOKENS"),
+    (["serve", W, D, "--max-load", "--max-requests", "0"], 1, "bad_argument",
+     "max_requests must be an integer >= 1, got 0"),
+    (["serve", W, D, "--max-load", "--max-requests", "-1"], 1, "bad_argument",
+     "max_requests must be an integer >= 1, got -1"),
+    (["serve", W, D, "--max-requests", "0"], 1, "error", "belong to --max-load"),
+    (["sweep", W, D, "-b", "0"], 1, "bad_argument", ">= 1"),
+    (["sweep", W, D, "--mode", "decode", "-b", "99999999999999999999"], 1, "bad_argument",
+     "MAX_BATCH"),
+    (["scenarios", "--kind", "host_dispatc"], 1, "unknown_name", "Did you mean 'host_dispatch'"),
+    (["scenario", "--kind", "nope"], 1, "unknown_name", "scenario kind"),
+    (["serve", "llama-3.1-70b", D, "--max-load"], 2, "does_not_fit", "does not fit"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "kind", "words"), FAILURES,
+                         ids=[" ".join(a)[:60] for a, *_ in FAILURES])
+def test_every_failure_is_one_message_and_its_exit_code(argv, code, kind, words):
+    o = run_cli(*argv)
+    kept_promises(o)
+    assert o.code == code, o
+    assert words in o.err
+    assert o.out == ""  # text mode: nothing half-printed on stdout
+
+
+@pytest.mark.parametrize(("argv", "code", "kind", "words"), FAILURES,
+                         ids=[" ".join(a)[:60] for a, *_ in FAILURES])
+def test_with_json_every_failure_is_one_json_error_object(argv, code, kind, words):
+    o = run_cli(*argv, "--json")
+    error = kept_promises(o, json_mode=True)
+    assert o.code == code
+    assert error["kind"] == kind, error
+    assert words in error["message"]
+
+
+def test_an_unknown_name_hints_at_the_closest():
+    error = kept_promises(run_cli("serve", "llama-2-7b", "h10", "--json"), json_mode=True)
+    assert "h100" in error["hint"]
+
+
+def test_a_spec_error_locates_the_file_and_the_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\ndisplay_name = "Bad"\ncategory = "cloud"\n'
+                   '[memory]\ncapacity = "80 GB"\nbandwidth = 3\n')
+    error = kept_promises(run_cli("show", bad, "--json"), json_mode=True)
+    assert error["kind"] == "spec"
+    assert error["file"] and error["file"].endswith("bad.toml")
+    assert error["key"] is not None and error["problems"]
+
+
+def test_the_console_script_prints_the_json_error_for_a_10_to_the_400_batch():
+    o = run_script("solve", W, D, "--batch", HUGE, "--json")
+    error = kept_promises(o, json_mode=True)
+    assert o.code == 1 and "MAX_BATCH" in error["message"]
+    assert "OverflowError" not in o.err
+
+
+def test_serve_require_fit_json_prints_the_estimate_and_exits_2():
+    o = run_cli("serve", "llama-3.1-70b", D, "--batch", "8", "--require-fit", "--json")
+    kept_promises(o)
+    assert o.code == 2
+    doc = json.loads(o.out)
+    assert doc["fits"] is False and doc["workload"] == "llama-3.1-70b"
+    assert "does not fit" in o.err
+
+
+def test_serve_require_fit_that_fits_exits_0():
+    o = run_cli("serve", W, D, "--batch", "8", "--require-fit", "--json")
+    assert o.code == 0 and json.loads(o.out)["fits"] is True
+
+
+def test_a_nan_in_a_result_is_an_error_before_anything_is_printed(capsys):
+    with pytest.raises(Exception, match="JSON cannot represent") as info:
+        common.print_json({"rows": [1.0, 2.0], "latency_ms": float("nan")})
+    assert isinstance(info.value, common_error())
+    assert capsys.readouterr().out == ""  # never a half-written document
+
+
+def common_error():
+    from roofkit import RoofkitError
+
+    return RoofkitError
+
+
+def test_a_100_kb_bad_value_is_cut_in_the_message():
+    o = run_cli("solve", "x" * 100_000, D, "--json")
+    error = kept_promises(o, json_mode=True)
+    assert len(error["message"]) < 1200 and "more characters" in error["message"]
+    assert len(o.err) < 2500
+
+
+def test_an_internal_error_is_one_message_not_a_traceback(monkeypatch):
+    from roofkit.cli import engine
+
+    def broken(args):
+        raise KeyError("an unexpected bug")
+
+    monkeypatch.setattr(engine, "cmd_solve", broken)
+    o = run_cli("solve", W, D, "--json")
+    error = kept_promises(o, json_mode=True)
+    assert o.code == 1 and error["kind"] == "internal"
+    assert "ROOFKIT_DEBUG" in error["hint"]

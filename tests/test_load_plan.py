@@ -1,0 +1,71 @@
+"""The SLO planner: ranked, SLO-meeting, Pareto-marked, refusals counted, executor-equal."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import roofkit
+from roofkit.testing import run_cli
+
+KW = dict(input_len=512, output_len=128, slo="ttft_p90=1s,tpot_p90=8ms", max_devices=2,
+          concurrencies=(1, 8, 32, 128))
+
+
+@pytest.fixture(scope="module")
+def result():
+    return roofkit.plan("llama-3.1-8b", ["h100"], verify=1, **KW)
+
+
+def test_rows_meet_the_slo_best_first(result):
+    rows = result.rows
+    assert rows
+    per_dev = [r["output_tokens_per_s_per_device"] for r in rows]
+    assert per_dev == sorted(per_dev, reverse=True)
+    assert all(r["ttft_ms"] <= 1000 and r["tpot_ms"] <= 8 for r in rows)
+    assert {r["mode"] for r in rows} == {"aggregated", "disaggregated"}
+
+
+def test_every_configuration_is_ranked_or_refused_with_a_reason(result):
+    assert result.evaluated == len(result.rows) + sum(result.refused.values())
+    assert result.evaluated >= 30
+    assert any("above the SLO" in k for k in result.refused)
+
+
+def test_the_pareto_front_is_not_dominated(result):
+    front = result.pareto
+    assert front
+    for p in front:
+        assert not any(r["output_tokens_per_s_per_device"] > p["output_tokens_per_s_per_device"]
+                       and r["output_tokens_per_s_per_user"] > p["output_tokens_per_s_per_user"]
+                       for r in result.rows)
+
+
+def test_the_best_is_verified_by_the_simulator(result):
+    best, sim = result.best, result.verified[0]["simulated"]
+    assert result.verified[0]["layout"] == best["layout"]
+    # the steady-state screening and the step simulation agree on throughput
+    assert sim["output_tokens_per_s_per_device"] == pytest.approx(
+        best["output_tokens_per_s_per_device"], rel=0.15)
+
+
+def test_an_executor_gives_the_same_ranking(result):
+    with ThreadPoolExecutor(2) as ex:
+        again = roofkit.plan("llama-3.1-8b", ["h100"], verify=0, executor=ex, **KW)
+    assert again.rows == result.rows
+
+
+def test_plan_cli_json(capsys):
+    code, out, _ = run_cli(capsys, "plan", "llama-3.1-8b", "--devices", "h100",
+                           "--max-devices", "2", "--input-len", "256", "--output-len", "64",
+                           "--slo", "ttft_p90=2s,tpot_p90=50ms", "--verify", "0", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["meeting_slo"] > 0 and data["configurations"][0]["device"] == "h100-sxm"
+
+
+def test_plan_refuses_a_missing_slo():
+    with pytest.raises(roofkit.RoofkitError, match="needs an SLO"):
+        roofkit.plan("llama-3.1-8b", ["h100"], input_len=128, output_len=16, slo="")

@@ -1,0 +1,62 @@
+"""Serving-under-load validation: the published NIM load measurements predicted by the
+simulator, with the errors reached pinned (they may fall, not rise)."""
+
+from __future__ import annotations
+
+import pytest
+
+import roofkit
+from roofkit.load.validation import run
+from roofkit.testing import run_cli
+
+
+@pytest.fixture(scope="module")
+def report():
+    return run(bases=("calibrated",))
+
+
+@pytest.mark.slow
+def test_load_cases_are_predicted(report, registry):
+    assert len(report.cases) >= 30
+    assert {c.name for c in report.cases} == set(registry.catalogues["load_cases"])
+    assert all(c.scored and c.predicted["calibrated"] > 0 for c in report.cases)
+
+
+@pytest.mark.slow
+def test_tpot_errors_do_not_rise_above_the_values_reached(report):
+    # reached on the calibrated basis over the 24 TPOT cases: median 11.1 %, max 46.6 %
+    # (target: median <= 15 %, max <= 40 %)
+    assert report.median("calibrated", "tpot") <= 0.115
+    assert report.max("calibrated", "tpot") <= 0.47
+
+
+@pytest.mark.slow
+def test_ttft_errors_do_not_rise_above_the_values_reached(report):
+    # reached over the 24 TTFT cases: median 64.4 %, max 935 % (targets 15 % / 40 % missed:
+    # the TTFT under load depends on scheduler settings the NIM page does not give)
+    assert report.median("calibrated", "ttft") <= 0.65
+    assert report.max("calibrated", "ttft") <= 9.4
+
+
+def test_a_case_needs_one_request_pattern(tmp_path):
+    folder = tmp_path / "load_cases"
+    folder.mkdir()
+    (folder / "x.toml").write_text(
+        'name = "x"\nworkload = "llama-3.1-8b"\ndevice = "h100"\nmetric = "ttft_ms"\n'
+        'value = 10.0\n[config]\nengine = "e"\nprofile = "vllm-v1"\n'
+        '[source]\nurl = "https://example.org"\nwhere = "table"\n', encoding="utf-8")
+    with pytest.raises(roofkit.SpecError, match=r"exactly one of config\.concurrency"):
+        roofkit.build_registry(entry_points=False, spec_paths=[tmp_path])
+
+
+def test_validate_kind_load_cli(capsys, tmp_path):
+    folder = tmp_path / "load_cases"
+    folder.mkdir()
+    (folder / "one.toml").write_text(
+        'name = "one"\nworkload = "llama-3.1-8b"\ndevice = "h100"\nmetric = "tpot_ms"\n'
+        'value = 5.0\n[config]\nengine = "e"\nprofile = "vllm-v1"\nconcurrency = 2\n'
+        'requests = 4\ninput_len = 64\noutput_len = 16\n'
+        '[source]\nurl = "https://example.org"\nwhere = "table"\n', encoding="utf-8")
+    code, out, _ = run_cli(capsys, "--spec-path", str(tmp_path), "validate", "--kind", "load",
+                           "--case", "one")
+    assert code == 0 and "one" in out and "median |error|" in out

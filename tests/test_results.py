@@ -1,0 +1,135 @@
+"""One result convention: every result object gives its headline figures as pint
+Quantities (``result.q``), ``to_dict()`` with the same values as plain floats under
+unit-suffixed keys, ``to_pandas()``, a short ``repr``, a small ``_repr_html_`` table, and its
+basis and plugin set."""
+
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+import roofkit
+from roofkit.results import Result, sig
+from roofkit.serving import validation
+
+
+def _cases(registry):
+    cat = registry.catalogues["validation"]
+    names = [n for n in sorted(cat) if not cat[n].superseded_by][:3]
+    return [cat[n] for n in names]
+
+
+RESULTS = {
+    "engine profile": lambda r: roofkit.Engine.solve("llama-3.1-8b", "h100", batch_size=32,
+                                                     registry=r),
+    "decode": lambda r: roofkit.decode("llama-3.1-8b", "h100", batch=32, context=2048,
+                                       registry=r),
+    "prefill": lambda r: roofkit.prefill("llama-3.1-8b", "h100", tokens=1024, registry=r),
+    "fit": lambda r: roofkit.fits("llama-3.1-8b", "h100", seqs=32, context=2048, registry=r),
+    "serve": lambda r: roofkit.serve("llama-3.1-8b", "h100", batch=32, input_len=128,
+                                     output_len=16, registry=r),
+    "validation report": lambda r: validation.run(registry=r, cases=_cases(r)),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RESULTS))
+def result(request, registry):
+    return RESULTS[request.param](registry)
+
+
+def _find(d, key):
+    """The value under ``key`` anywhere in a nested dict (the JSON document)."""
+    if isinstance(d, dict):
+        if key in d:
+            return d[key]
+        for v in d.values():
+            hit = _find(v, key)
+            if hit is not None:
+                return hit
+    return None
+
+
+def test_every_result_adopts_the_convention(result):
+    assert isinstance(result, Result)
+    assert result.HEADLINE, "a result declares its headline figures"
+
+
+def test_headline_quantities_match_the_plain_values_in_to_dict(result):
+    d = json.loads(json.dumps(result.to_dict(), default=float))
+    for h in type(result).HEADLINE:
+        plain = h.value(result)
+        q = getattr(result.q, h.name)
+        if plain is None:
+            assert q is None
+            continue
+        assert q.to(h.unit or "dimensionless").magnitude == pytest.approx(float(plain))
+        assert _find(d, h.key) == pytest.approx(float(plain)), h.key
+
+
+def test_an_unknown_headline_names_the_known_ones(result):
+    with pytest.raises(AttributeError, match="its headlines"):
+        result.q.no_such_figure  # noqa: B018
+
+
+def test_repr_is_short_and_names_basis_and_plugins(result):
+    text = repr(result)
+    lines = text.splitlines()
+    assert 3 <= len(lines) < 15
+    assert "basis" in text and "plugins" in text
+    assert result.basis and result.plugins
+
+
+class _Cells(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+
+def test_repr_html_is_a_small_table(result):
+    text = result._repr_html_()
+    parser = _Cells()
+    parser.feed(text)
+    assert parser.tags[0] == "table"
+    assert parser.tags.count("tr") == len(type(result).HEADLINE) + 2  # + basis, plugins
+    assert len(text) < 4000
+
+
+def test_to_pandas_gives_a_frame_with_the_headline_or_the_rows(result):
+    frame = result.to_pandas()
+    assert len(frame) >= 1
+    if len(frame) == 1:
+        for h in type(result).HEADLINE:
+            assert h.key in frame.columns
+    assert frame.attrs["plugins"] == list(result.plugins)
+
+
+def test_decode_frame_has_a_row_per_node_summing_to_the_step(registry):
+    est = roofkit.decode("llama-3.1-8b", "h100", batch=32, context=2048, registry=registry)
+    frame = est.to_pandas()
+    assert len(frame) == len(est.rows)
+    assert frame["time_s"].sum() == pytest.approx(est.time)
+
+
+def test_sweep_table_follows_the_convention(registry):
+    table = roofkit.sweep("llama-3.1-8b", ["h100", "b200"], ["fp8"], batch_sizes=[1, 8, 64],
+                          contexts=[2048], mode="decode", registry=registry)
+    assert isinstance(table, Result)
+    q = table.q.itl
+    assert np.allclose(q.to("s").magnitude, table["itl_ms"] / 1e3)
+    assert len(repr(table).splitlines()) < 15
+    assert table._repr_html_().count("<tr>") == 1 + len(table)  # header + 6 rows
+    assert table.basis == "datasheet" and table.plugins == registry.plugin_set
+    assert len(table.to_pandas()) == 6
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (3.14159, "3.142"), (0.0123456, "0.01235"), (1234.6, "1235"), (123456.7, "123,457"),
+    (20.0, "20"), (0.5, "0.5"), (None, "-"), (float("inf"), "inf"), (0, "0"),
+    (np.array([1.0, 2.5]), "1 .. 2.5"),
+])
+def test_sig_gives_significant_digits_not_mixed_decimals(value, text):
+    assert sig(value) == text
