@@ -220,4 +220,10 @@ def validate_load(args, reg) -> int:
     for c in report.cases:
         if c.reason:
             print(f"  {c.name}: {c.reason}")
+    shared = [s for s in report.independence
+              if s["cases_removed_for"] or s.get("cases_in_sample")]
+    print(f"leave-one-source-out: {len(report.independence) - len(shared)} constants "
+          "(calibrations, engine profiles) come from origins no scored load case has")
+    for s in shared:
+        print(f"  {s['constant']}: {s['statement']}")
     return 0
