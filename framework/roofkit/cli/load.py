@@ -226,4 +226,12 @@ def validate_load(args, reg) -> int:
           "(calibrations, engine profiles) come from origins no scored load case has")
     for s in shared:
         print(f"  {s['constant']}: {s['statement']}")
+    from ..intervals import coverage, load_residuals
+
+    rows = load_residuals(report, reg)
+    for level in (0.8, 0.9):
+        c = coverage(rows, level, "case")
+        if c["covered"] is not None:
+            print(f"{100 * level:g}% intervals, leave one case out: cover {c['covered']:.1%} of "
+                  f"{c['cases']} load cases")
     return 0
