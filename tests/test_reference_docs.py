@@ -50,10 +50,11 @@ def test_units_ranges_defaults_and_required_come_from_the_field_metadata():
     out: list[str] = []
     _table(Toy, "toy.", out, set())
     rows = {line.split("|")[1].strip(): line for line in out if line.startswith("| `")}
-    assert rows["`toy.capacity`"] == ("| `toy.capacity` | quantity | bytes (`\"80 GB\"`) | > 0 "
-                                      "|  | yes |")
+    # the field's declared range: quantity("bytes") is (0, PLAUSIBLE["bytes"] = 1 PB]
+    assert rows["`toy.capacity`"] == ("| `toy.capacity` | quantity | bytes (`\"80 GB\"`) | "
+                                      "(0 B, 1 PB] |  | yes |")
     assert "| (0, 1] | `0.5` |" in rows["`toy.share`"]
-    assert "| >= 1 | `2` |" in rows["`toy.lanes`"]
+    assert "| [1, 1000000] | `2` |" in rows["`toy.lanes`"]  # count()'s MAX_COUNT
     assert rows["`toy.label`"].endswith('| `""` |  |')
     assert out[0] == "A toy spec."
 

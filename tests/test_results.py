@@ -39,14 +39,14 @@ def result(request, registry):
 
 
 def _find(d, key):
-    """The value under ``key`` anywhere in a nested dict (the JSON document)."""
-    if isinstance(d, dict):
-        if key in d:
-            return d[key]
-        for v in d.values():
-            hit = _find(v, key)
-            if hit is not None:
-                return hit
+    """The plain value under ``key`` nearest the top of a nested dict (the JSON document;
+    an ``intervals`` table names the same keys one level down, with ``lo`` and ``hi``)."""
+    level = [d]
+    while level:
+        for x in level:
+            if isinstance(x, dict) and key in x and not isinstance(x[key], dict):
+                return x[key]
+        level = [v for x in level if isinstance(x, dict) for v in x.values()]
     return None
 
 

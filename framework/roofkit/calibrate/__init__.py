@@ -59,10 +59,9 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
     """Measure with ``backend_name`` and write the specs under ``out`` (None: write nothing).
 
     ``device`` names a catalogued device the measurement is of (a GPU: ``h100-sxm``); the
-    calibration is then named like the catalogued one for it and says ``overrides``, so a
-    ``--spec-path`` layer replaces it. Without ``device`` a device spec is written too
-    (``name``, default ``local-cpu`` or ``local-gpu``). ``backend_obj`` is a constructed
-    backend (tests).
+    calibration is then named like the builtin one for it, so a ``--spec-path`` layer
+    replaces it. Without ``device`` a device spec is written too (``name``, default
+    ``local-cpu`` or ``local-gpu``). ``backend_obj`` is a constructed backend (tests).
     """
     be = backend_obj or backend(backend_name)
     settings = Settings.for_backend(be.kind, quick)
@@ -78,19 +77,23 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
             "backend": be.name + (" (quick)" if quick else ""),
             "versions": ", ".join(f"{k} {v}" for k, v in versions.items())}
     source = f"roofkit calibrate --backend {be.name} ({when})"
-    replaces = None
+    replaces = ""
     if device is not None:
         dev_key = _device_key(device, registry)
-        replaces = _calibration_name(dev_key, registry)
-        cal_name = name or replaces or _slug(dev_key)
+        cal_name = name or _calibration_name(dev_key, registry)
         dev_text = None
+        from ..registry import default_registry
+
+        reg = registry if registry is not None else default_registry()
+        if cal_name in reg.catalogues["calibration"]:
+            replaces = cal_name  # the catalogued calibration of this device
     else:
         dev_key = name or f"local-{be.kind}"
         cal_name = dev_key
         dev_text = device_toml(dev_key, label, res, be.memory_capacity(), cal_name, category)
     cal_text = calibration_toml(cal_name, dev_key, label, res, source, prov,
                                 notes=f"settings: {attrs.asdict(settings)}",
-                                overrides=replaces if replaces == cal_name else None)
+                                overrides=replaces)
     paths: list[Path] = []
     if out is not None:
         root = Path(out)
@@ -112,13 +115,12 @@ def _device_key(device: str, registry) -> str:
     return resolve(registry).device(device).name
 
 
-def _calibration_name(device: str, registry) -> str | None:
-    """The catalogued calibration's name for ``device`` (a layer then replaces it with
-    ``overrides``), else None."""
+def _calibration_name(device: str, registry) -> str:
+    """The builtin calibration's name for ``device`` (so a layer replaces it), else its key."""
     from ..registry import resolve
 
     cat = getattr(resolve(registry), "catalogues", {}).get("calibration")
     for key in cat or ():
         if getattr(cat[key], "device", None) == device:
             return key
-    return None
+    return _slug(device)

@@ -23,15 +23,14 @@ def _table(entries: dict[str, str]) -> str:
 
 
 def calibration_toml(name: str, device: str, display: str, res: Results, source: str,
-                     provenance: dict[str, str], notes: str = "",
-                     overrides: str | None = None) -> str:
+                     provenance: dict[str, str], notes: str = "", overrides: str = "") -> str:
     """The calibration spec of ``device`` measured as ``res``; ``overrides`` names the
-    catalogued calibration it replaces when layered (``--spec-path``)."""
+    catalogued calibration it replaces (a layer replaces a spec only when it says so)."""
     lines = [f"# {display}: measured by roofkit calibrate (see [provenance]).",
              f"name = {_q(name)}", f"display_name = {_q(display + ', measured')}",
              f"device = {_q(device)}"]
     if overrides:
-        lines.insert(1, f"overrides = {_q(overrides)}")
+        lines.append(f"overrides = {_q(overrides)}")
     if notes:
         lines.append(f"notes = {_q(notes)}")
     curve = "; ".join(f"{s / 2**20:g} MiB copy {res.copy[s] / 1e9:.4g} triad "
