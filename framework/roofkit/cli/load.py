@@ -229,4 +229,18 @@ def validate_load(args, reg) -> int:
     for c in report.cases:
         if c.reason:
             print(f"  {c.name}: {c.reason}")
+    shared = [s for s in report.independence
+              if s["cases_removed_for"] or s.get("cases_in_sample")]
+    print(f"leave-one-source-out: {len(report.independence) - len(shared)} constants "
+          "(calibrations, engine profiles) come from origins no scored load case has")
+    for s in shared:
+        print(f"  {s['constant']}: {s['statement']}")
+    from ..intervals import coverage, load_residuals
+
+    rows = load_residuals(report, reg)
+    for level in (0.8, 0.9):
+        c = coverage(rows, level, "case")
+        if c["covered"] is not None:
+            print(f"{100 * level:g}% intervals, leave one case out: cover {c['covered']:.1%} of "
+                  f"{c['cases']} load cases")
     return 0

@@ -204,6 +204,30 @@ class LoadEstimate(Result):
     per_request: dict  # arrival, ttft, tpot, e2e arrays (s)
     pd_ratio: float | None = None
     plugins: tuple[str, ...] = ()
+    device_class: str = ""  # vendor and category, the stratum of its intervals
+    inside: bool = False  # its device's bandwidth is measured (the intervals' range)
+
+    #: the figures that carry an interval: (key, the mean of which table or attribute)
+    INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
+
+    def intervals(self, level: float = 0.8) -> dict:
+        """Per headline figure (the mean latencies, the throughput) its prediction interval
+        from the load cases' out-of-sample residuals (:mod:`roofkit.intervals`)."""
+        from ..intervals import engine_family, interval, table
+
+        rows, out = table(), {}
+        for key in self.INTERVALS:
+            v = (self.output_tokens_per_s if key == "output_tokens_per_s" else
+                 getattr(self, key.removesuffix("_ms"))["mean"] * 1e3)
+            if not math.isfinite(v):
+                continue
+            iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
+                          device_class=self.device_class,
+                          inside=self.inside and self.basis.startswith("measured"),
+                          level=level)
+            if iv is not None:
+                out[key] = iv
+        return out
 
     HEADLINE = (
         *(Headline(f"{m}_{q}", "ms", (lambda r, m=m, q=q: getattr(r, m)[q] * 1e3))
@@ -245,11 +269,12 @@ class LoadEstimate(Result):
 
         return Q(getattr(self, metric)[stat] * 1e3, "ms")
 
-    def to_dict(self) -> dict:
+    def to_dict(self, level: float = 0.8) -> dict:
         def ms(d):
             return {k: d[k] * 1e3 for k in STATS}
 
         out = {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "device": self.device, "engine": self.engine,
             "layout": dict(self.layout), "pattern": self.pattern,
             "ttft_ms": ms(self.ttft), "tpot_ms": ms(self.tpot), "itl_ms": ms(self.itl),
@@ -625,7 +650,11 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                      "sequence per step (expected), verify at k+1 rows; ITL is the step "
                      "time over the tokens it yields")
     notes += list(reps[-1].costs.notes)
+    from ..circuit.roofline import device_roofline
+
     return LoadEstimate(
+        device_class=f"{(d.vendor or 'other').lower()} {d.category}",
+        inside=device_roofline(d, "calibrated", reg).bandwidth_measured,
         workload=w.name, device=d.name, engine=eng_name, layout=layout,
         pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
         itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
