@@ -5,6 +5,7 @@ import argparse
 import json
 import shutil
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -62,8 +63,10 @@ def _bash_complete(script: str, *words: str) -> list[str]:
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')
-    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
-                          check=True).stdout.split()
+    # in the script's own folder: a word may also complete a file name, and the repository
+    # root holds files that start like commands
+    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True,
+                          cwd=Path(script).parent).stdout.split()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to run the script")
