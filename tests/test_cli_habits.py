@@ -5,8 +5,8 @@ import argparse
 import json
 import shutil
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,10 +63,12 @@ def _bash_complete(script: str, *words: str) -> list[str]:
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')
-    # in the script's own folder: a word may also complete a file name, and the repository
-    # root holds files that start like commands
+    # in an empty folder: a word may also complete a file name, and the repository root
+    # holds files that start like commands
+    empty = Path(script).parent / "empty"
+    empty.mkdir(exist_ok=True)
     return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True,
-                          cwd=Path(script).parent).stdout.split()
+                          cwd=empty).stdout.split()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to run the script")
