@@ -144,6 +144,9 @@ class Registry:
                     hint = (f"Nor is it in a local Hugging Face cache "
                             f"({', '.join(map(str, hub_cache_dirs()))}); roofkit does not "
                             "download: fetch its config.json first or pass the model folder.")
+                else:
+                    hint = ("A Hugging Face config.json, model folder or cached hub id "
+                            "(org/name) works too.")
             if not hint:
                 raise
             raise UnknownNameError(exc.kind, exc.name, exc.known,

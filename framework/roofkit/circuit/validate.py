@@ -171,13 +171,27 @@ def _risky(text) -> bool:
     return isinstance(text, str) and ("/" in text or "**" in text)
 
 
+def _signed(text) -> bool:
+    """Whether an expression can go negative on nonnegative dims: it subtracts or negates
+    (sums, products, min, max, ceil and powers of nonnegative numbers cannot)."""
+    return (isinstance(text, str) and "-" in text) or (isinstance(text, int | float) and text < 0)
+
+
 def _rule_problem(rule, env) -> tuple[str, str] | None:
-    """(field, why) of the first field of ``rule`` that fails or is not a finite number.
+    """(field, why) of the first field of ``rule`` that fails, is not a finite number, or
+    (a cost or memory field) is negative.
 
     Every ``let`` is evaluated (later fields read them); of the memory and cost fields only
-    those that divide or raise to a power, the only ones finite dims can make fail.
+    those that divide, raise to a power or subtract, the only ones finite nonnegative dims
+    can make fail or go negative.
     """
     env = dict(env)
+
+    def cost(field, text):
+        why = value(field, text)
+        if why is None and env.get(field, 0) < 0:
+            return f"is negative ({env[field]:g}): a cost or size is >= 0"
+        return why
 
     def value(field, text):
         try:
@@ -199,8 +213,8 @@ def _rule_problem(rule, env) -> tuple[str, str] | None:
             return f"let.{k}", why
     for f in MEMORY_FIELDS:
         text = getattr(rule.memory, f)
-        if _risky(text):
-            why = value(f"memory.{f}", text)
+        if _risky(text) or _signed(text):
+            why = cost(f"memory.{f}", text)
             if why:
                 return f"memory.{f}", why
     base = dict(env)
@@ -216,8 +230,8 @@ def _rule_problem(rule, env) -> tuple[str, str] | None:
                 return f"{mode}.let.{k}", why
         for f in COST_FIELDS:
             text = getattr(m, f)
-            if _risky(text):
-                why = value(f"{mode}.{f}", text)
+            if _risky(text) or _signed(text):
+                why = cost(f"{mode}.{f}", text)
                 if why:
                     return f"{mode}.{f}", why
     return None

@@ -148,6 +148,8 @@ def cmd_show(args) -> int:
     print("sources:")
     for k, url in d.sources.items():
         print(f"  {k}: {url}")
+    for _, key, note in _bit_notes([data["origin"]]) if Path(data["origin"]).is_file() else ():
+        print(f"note: {key} {note}")
     return 0
 
 
@@ -158,11 +160,15 @@ def cmd_check(args) -> int:
     # --spec-path, ROOFKIT_SPEC_PATH), whether or not it loads as it stands
     n, problems, warnings = check_specs(args.paths, entry_points=not args.no_plugins,
                                         spec_paths=args.spec_path or ())
+    notes = _bit_notes(args.paths)
     if args.json:
         common.print_json({"files": n, "count": len(problems),
                            "problems": [p.to_dict() for p in problems],
-                           "warnings": [w.to_dict() for w in warnings]})
+                           "warnings": [w.to_dict() for w in warnings],
+                           "notes": [{"file": f, "key": k, "message": m} for f, k, m in notes]})
         return 1 if problems else 0
+    for file, key, message in notes:
+        print(f"note: {message} @ {file}:{key}")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for problem in problems:
@@ -172,6 +178,29 @@ def cmd_check(args) -> int:
         return 1
     print(f"{n} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0
+
+
+def _bit_notes(paths) -> list[tuple[str, str, str]]:
+    """(file, key path, note) for every figure the files under ``paths`` write in bits, so
+    ``check`` shows what it read ("'400 Gb/s' is read as 50 GB/s")."""
+    from ..catalogue import files_of
+    from ..errors import SpecError
+    from ..loader import read_toml
+
+    out = []
+    for raw in paths:
+        try:
+            files = files_of(raw)[0]
+        except SpecError:
+            continue
+        for _, file in files:
+            try:
+                data = read_toml(file)
+            except SpecError:
+                continue
+            out += [(str(file), key, note) for key, note in units.bit_notes(data)
+                    if not key.startswith("provenance.")]
+    return out
 
 
 def cmd_plugins(args) -> int:

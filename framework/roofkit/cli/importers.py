@@ -35,7 +35,7 @@ def cmd_import_hf(args) -> int:
     reg = common.registry(args)
     model = read_hf(args.path)
     workload = workload_from_hf(model, name=args.name, registry=reg)
-    text = workload_toml(model, name=args.name)
+    text = workload_toml(model, name=args.name, registry=reg)
     stats = workload_stats(workload, reg)
     # a name or alias the catalogue already answers to: the file says it replaces that spec
     # (without it, the file on a spec path is refused as a collision)
