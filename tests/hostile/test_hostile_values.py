@@ -193,11 +193,10 @@ def test_edge_values_are_accepted_exactly_when_in_range(cls, field):
         _check_value(cls, field, raw)
 
 
-@pytest.mark.parametrize(("cls", "field"), FIELDS, ids=FIELD_IDS)
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
-@given(raw=hostile)
-def test_any_number_is_accepted_exactly_when_in_range(cls, field, raw):
-    _check_value(cls, field, raw)
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(where=st.sampled_from(FIELDS), raw=hostile)
+def test_any_number_is_accepted_exactly_when_in_range(where, raw):
+    _check_value(*where, raw)
 
 
 # -- whole files: the cases of the issue ------------------------------------------------
