@@ -279,7 +279,9 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
     refused (SpecError naming the workload, node and rule); the cost model's time is checked
     once per node on those costs (PluginError naming it and ``origin``, its plugin)."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        from ..errors import ArgumentError, shown
+
+        raise ArgumentError(f"mode must be one of {', '.join(MODES)}, got {shown(mode, 80)}")
     fm = model.formats
     notes: dict[str, None] = {}
     fallbacks: dict[str, None] = {}

@@ -77,6 +77,7 @@ def workload_problems(workload, tables) -> list[tuple[str, str]]:
         return []  # an unknown op kind: the template's own check reports it
     zero = sorted(k for k, v in workload.dims.items() if v == 0)
     hint = f" (dims at 0: {', '.join(zero)})" if zero else ""
+    before = len(out)
     for n in circuit.nodes:
         rule = rules.get(n.op.lower())
         if rule is None:
@@ -87,7 +88,81 @@ def workload_problems(workload, tables) -> list[tuple[str, str]]:
             out.append(("dims", f"node {n.id!r}: op rule {rule.name!r} {field} {why} with "
                         f"this workload's dims{hint}; fix the dims it reads "
                         f"({', '.join(f'{k} = {v:g}' for k, v in sorted(n.dims.items()))})"))
+    if len(out) == before:
+        out += [(k, m) for k, m, bad in _params_checks(workload, circuit, rules) if bad]
     return out
+
+
+#: how far the derived parameter count may stray from ``[published] params``: past the first
+#: ``check`` warns, past the second the spec is refused (the dims are then likely wrong)
+PARAMS_WARN, PARAMS_ERROR = 0.02, 0.10
+
+
+def _node_params(rule, env) -> float | None:
+    """``memory.params`` of one node (its lets evaluated first); None when it fails."""
+    env = dict(env)
+    try:
+        for k, text in rule.let.items():
+            env[k] = _expr.parse(text)(env)
+        v = _expr.parse(rule.memory.params)(env)
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
+    return None if isinstance(v, complex) or not math.isfinite(v) else float(v)
+
+
+def computed_params(circuit, rules) -> float | None:
+    """Parameters stored by a lowered circuit: every node's ``memory.params`` times its
+    count, a tied node (the head sharing the embedding) and the draft section left out."""
+    total = 0.0
+    for n in circuit.nodes:
+        rule = rules.get(n.op.lower())
+        if rule is None:
+            return None
+        if n.tied_to or n.section == "draft":
+            continue
+        v = _node_params(rule, {**n.dims, **_PROBE})
+        if v is None:
+            return None
+        total += v * n.count
+    return total
+
+
+def _params_checks(workload, circuit, rules) -> list[tuple[str, str, bool]]:
+    """(key, message, is an error) when the derived parameter count strays from the
+    published one by more than :data:`PARAMS_WARN`; an error past :data:`PARAMS_ERROR`."""
+    published = workload.published.params
+    if not published:
+        return []
+    computed = computed_params(circuit, rules)
+    if computed is None:
+        return []
+    dev = computed / published - 1.0
+    if abs(dev) <= PARAMS_WARN:
+        return []
+    bad = abs(dev) > PARAMS_ERROR
+    limit = PARAMS_ERROR if bad else PARAMS_WARN
+    return [("published.params", (
+        f"the dims give {computed / 1e9:.4g}B parameters, {dev:+.1%} from [published] params "
+        f"{published / 1e9:.4g}B (over the {limit:.0%} "
+        f"{'limit' if bad else 'warning threshold'}); check the dims against the model's "
+        "config, or the published figure"), bad)]
+
+
+def workload_warnings(workload, tables) -> list[tuple[str, str]]:
+    """``check``'s warnings for a template workload: a derived parameter count more than
+    :data:`PARAMS_WARN` (and at most :data:`PARAMS_ERROR`) from the published one."""
+    circuits, kinds, rules = _tables(tables)
+    base = circuits.get(str(workload.template).lower())
+    if base is None:
+        return []
+    try:
+        template = merged(base, circuits)
+        if dim_problems(template, workload.dims):
+            return []
+        circuit = lower(workload, template, rules, kinds, _ProbeFormats(), 1)
+    except (TemplateError, KeyError, AttributeError):
+        return []
+    return [(k, m) for k, m, bad in _params_checks(workload, circuit, rules) if not bad]
 
 
 def _risky(text) -> bool:
