@@ -4,6 +4,7 @@ its key path and the close known key; nothing misspelled is silently ignored."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,9 @@ def _check_edited(registry, tmp_path, kind, source, old, new):
     assert old in text, f"{source.name} no longer writes {old!r}"
     folder = tmp_path / kind
     folder.mkdir()
-    (folder / source.name).write_text(text.replace(old, new, 1))
+    (folder / source.name).write_text(_overriding(text.replace(old, new, 1)))
     tables = {**registry._tables, **registry.catalogues}
-    return check_paths([str(tmp_path)], registry.converter, tables)[1]
+    return check_paths([str(tmp_path)], registry.converter, tables, registry.spec_layers)[1]
 
 
 def test_a_misspelled_host_launch_measurement_is_refused(registry, tmp_path):
@@ -162,3 +163,10 @@ def test_a_misspelled_format_role_is_refused(registry, tmp_path):
                              line.replace(role, role + "s", 1))
     hits = [p for p in problems if p.key == f"formats.{role}s"]
     assert hits and f"did you mean {role!r}" in hits[0].message, [str(p) for p in problems]
+
+
+def _overriding(text: str) -> str:
+    """``text`` replacing the shipped spec of its name (``overrides``), so checking it beside
+    the catalogue reports its own problems, not the collision."""
+    name = re.search(r'^name = "([^"]+)"', text, re.M).group(1)
+    return f'overrides = "{name}"\n' + text
