@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import time
 from pathlib import Path
 
@@ -37,9 +38,9 @@ def _doubling_rule(lets: int) -> str:
 def _check(registry, tmp_path, kind, name, text):
     folder = tmp_path / kind
     folder.mkdir(exist_ok=True)
-    (folder / name).write_text(text)
+    (folder / name).write_text(_overriding(text))
     tables = {**registry._tables, **registry.catalogues}
-    return check_paths([str(tmp_path)], registry.converter, tables)[1]
+    return check_paths([str(tmp_path)], registry.converter, tables, registry.spec_layers)[1]
 
 
 @pytest.mark.parametrize("lets", [24, 60, 250])
@@ -188,3 +189,10 @@ def test_check_refuses_a_rule_that_goes_negative_on_a_workload(registry):
     problems = workload_problems(registry.workload("llama-3.1-8b"), tables)
     assert any("op rule 'linear' decode.weight_bytes is negative" in m for _, m in problems), \
         problems
+
+
+def _overriding(text: str) -> str:
+    """``text`` replacing the shipped spec of its name (``overrides``), so checking it beside
+    the catalogue reports its own problems, not the collision."""
+    name = re.search(r'^name = "([^"]+)"', text, re.M).group(1)
+    return f'overrides = "{name}"\n' + text
