@@ -42,6 +42,9 @@ FAILURES = [
     (["scenarios", "--kind", "host_dispatc"], 1, "unknown_name", "Did you mean 'host_dispatch'"),
     (["scenario", "--kind", "nope"], 1, "unknown_name", "scenario kind"),
     (["serve", "llama-3.1-70b", D, "--max-load"], 2, "does_not_fit", "does not fit"),
+    # names checked before a minute of measurement, and no path out of --out
+    (["calibrate", "--device", "h10"], 1, "unknown_name", "Unknown device 'h10'"),
+    (["calibrate", "--name", "../../outside"], 1, "bad_argument", "name must be a spec key"),
 ]
 
 
@@ -141,7 +144,8 @@ _POSITIONALS = {"workload": [W], "device": [D], "devices": [D], "paths": ["specs
                 "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"],
                 "cluster": ["dgx-a100"], "path": ["tests/data/hf/llama-3.2-1b/config.json"]}
 #: commands too slow to run per value: validate predicts every published case, calibrate
-#: times microbenchmarks on this machine (about a minute) before it reads its options
+#: times microbenchmarks on this machine (about a minute) once its names check out (its
+#: --device and --name are in FAILURES above)
 _SKIP = {"validate", "calibrate"}
 HOSTILE_VALUES = ["-1", "nan", HUGE, "x" * 100_000]
 
