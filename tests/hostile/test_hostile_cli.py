@@ -5,6 +5,7 @@ a hang, a partial document or an absurd request taken at its word."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hostile_run import kept_promises, run_cli, run_script
@@ -137,9 +138,13 @@ def test_an_internal_error_is_one_message_not_a_traceback(monkeypatch):
 # -- every option of every command, with values a careless or hostile user types -----------
 
 #: a valid value for each positional argument, by its name
-_POSITIONALS = {"workload": [W], "device": [D], "devices": [D], "paths": ["specs/devices"],
-                "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"],
-                "cluster": ["dgx-a100"], "path": ["tests/data/hf/llama-3.2-1b/config.json"]}
+#: (paths absolute: the cases run in a scratch folder, so that what a command writes under a
+#: hostile name, `-o -1`, `--out nan`, lands there and not in the checkout)
+_ROOT = Path(__file__).resolve().parents[2]
+_POSITIONALS = {"workload": [W], "device": [D], "devices": [D],
+                "paths": [str(_ROOT / "specs" / "devices")],
+                "name": ["Gpt2XlEagerDecodeDispatch"], "shell": ["bash"], "cluster": ["dgx-a100"],
+                "path": [str(_ROOT / "tests" / "data" / "hf" / "llama-3.2-1b" / "config.json")]}
 #: commands too slow to run per value: validate predicts every published case, calibrate
 #: times microbenchmarks on this machine (about a minute) before it reads its options
 _SKIP = {"validate", "calibrate"}
@@ -191,7 +196,8 @@ def test_the_hostile_runner_covers_every_command_but_the_slow_ones():
 
 
 @pytest.mark.parametrize("argv", _option_cases(), ids=lambda a: " ".join(a)[:70])
-def test_every_option_of_every_command_survives_hostile_values(argv):
+def test_every_option_of_every_command_survives_hostile_values(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     o = run_cli(*argv)
     kept_promises(o, json_mode="--json" in argv)
     if o.code:
