@@ -19,6 +19,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError
+from ..progress import iterate
 from ..schema.load_case import FAMILIES, LoadCase
 
 
@@ -120,7 +121,7 @@ def run(registry=None, cases=None, bases=BASES) -> LoadReport:
         cases = list(reg.catalogues["load_cases"].values())
     out = []
     runs: dict = {}
-    for case in sorted(cases, key=lambda c: c.name):
+    for case in iterate(sorted(cases, key=lambda c: c.name), "validate load"):
         predicted, reason = {}, case.unscored
         for basis in bases:
             try:
