@@ -49,6 +49,16 @@ def _hints(cls) -> dict:
         return {f.name: f.type for f in attrs.fields(cls)}
 
 
+def _annotation_text(cls, f) -> str:
+    """The field's annotation as written (``attrs.resolve_types`` replaces ``f.type`` with
+    the resolved type, so read the class's own annotations, which it leaves as text)."""
+    for c in cls.__mro__:
+        raw = inspect.get_annotations(c).get(f.name)
+        if raw is not None:
+            return raw if isinstance(raw, str) else ""
+    return f.type if isinstance(f.type, str) else ""
+
+
 def _strip_none(tp):
     args = typing.get_args(tp)
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
@@ -182,7 +192,7 @@ def _table(cls, prefix: str, out: list[str], seen: set) -> None:
         default, required = _default(f)
         nested = _nested(tp)
         text = _type_text(tp)
-        raw = f.type if isinstance(f.type, str) else ""
+        raw = _annotation_text(cls, f)
         if "Expression" in raw:  # an alias of Any: say what it holds
             text = text.replace("any TOML value", "expression")
         if meta and meta.get("dimension"):
