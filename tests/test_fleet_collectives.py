@@ -148,3 +148,32 @@ def test_builtin_plugin_names_every_collective_without_importing_numpy_at_build(
     subprocess.run([sys.executable, "-c", code], capture_output=True)  # warm the spec cache
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_measured_multi_node_all_reduce_fits_the_scale_out_tier(registry):
+    """specs/clusters/a3-mega.toml carries the published 16-GPU all-reduce: on the
+    calibrated basis its smallest and largest messages fix the outer tier (in sample, so
+    the endpoints are reproduced); the datasheet basis keeps the cited 200 Gb/s NIC."""
+    c = registry.cluster("a3-mega")
+    cal = topology(c, "calibrated", registry)
+    sheet = topology(c, "datasheet", registry)
+    assert cal.outer.measured and not sheet.outer.measured
+    assert sheet.outer.beta == pytest.approx(25 * GB)
+    g = Group.of(16, 8)
+    assert collective_time("all_reduce", 8589934592, g, cal, registry) == \
+        pytest.approx(47535e-6, rel=0.01)
+    assert collective_time("all_reduce", 8, g, cal, registry) == pytest.approx(135.8e-6,
+                                                                              rel=0.01)
+    assert "measured 16-device all-reduce" in cal.basis
+
+
+def test_a_measured_all_reduce_inside_one_domain_is_refused():
+    from roofkit.fleet.cluster import MeasuredAllReduce
+
+    c = cluster()
+    bad = Cluster(**{**{f: getattr(c, f) for f in ("name", "display_name", "device",
+                                                   "devices_per_node", "nodes", "scale_up",
+                                                   "sources", "provenance", "scale_out")},
+                     "measured_all_reduce": MeasuredAllReduce(
+                         devices=8, time={"8": 1e-5, "1024": 2e-5}, source="x", where="y")})
+    assert any("more than one scale-up domain" in m for _, m in bad.problems())

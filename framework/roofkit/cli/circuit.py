@@ -78,6 +78,8 @@ def register(sub) -> None:
 
 
 def _settings(args) -> dict:
+    from ..errors import ArgumentError, shown
+
     out = {"basis": args.basis or "auto", "tp": args.tp}
     if args.conv_windows:
         out["conv_windows"] = True
@@ -88,9 +90,10 @@ def _settings(args) -> dict:
         for item in args.formats:
             role, sep, fmt = item.partition("=")
             if not sep or not role.strip() or not fmt.strip():
-                raise ValueError(f"--format takes ROLE=FORMAT (e.g. experts=nvfp4), got {item!r}")
+                raise ArgumentError(f"--format takes ROLE=FORMAT (e.g. experts=nvfp4), got "
+                                    f"{shown(item, 80)}")
             if role.strip() in table:
-                raise ValueError(f"--format names role {role.strip()!r} twice")
+                raise ArgumentError(f"--format names role {shown(role.strip(), 80)} twice")
             table[role.strip()] = fmt.strip()
         out["formats"] = table
     return out

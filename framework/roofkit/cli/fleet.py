@@ -213,3 +213,46 @@ def cmd_validate_training(args) -> int:
         print(f"{basis:>10}: median |error| {med}, max |error| {mx} over {s['scored']} "
               "scored training cases")
     return 0
+
+
+def is_fleet_serve(reg, args) -> bool:
+    """``roofkit serve`` on a fleet layout: --pp, --ep or --attention-dp above one, or a
+    cluster (a catalogue cluster or NxDEVICE) where the device goes."""
+    from ..fleet.cluster import parse_ad_hoc
+
+    if max(getattr(args, "pp", 1), getattr(args, "ep", 1), getattr(args, "attention_dp", 1)) > 1:
+        return True
+    name = args.device
+    return name not in reg.devices and (name in reg.clusters or parse_ad_hoc(name) is not None)
+
+
+def serve_on_cluster(reg, args) -> int:
+    from ..errors import RoofkitError
+    from ..fleet.serving import serve_fleet
+
+    if args.max_load or args.engine:
+        raise RoofkitError("--max-load and --engine are single-node options; a fleet layout "
+                           "(--pp, --ep, --attention-dp, a cluster) serves a static --batch")
+    devices = args.tp * args.pp * args.attention_dp
+    cluster = args.device
+    if args.device in reg.devices:  # a device: the ad hoc cluster of the layout's devices
+        cluster = f"{devices}x{reg.device(args.device).name}"
+    est = serve_fleet(args.workload, cluster, batch=args.batch or 1,
+                      input_len=args.input_len, output_len=args.output_len, tp=args.tp,
+                      pp=args.pp, ep=args.ep, attention_dp=args.attention_dp,
+                      precision=args.precision, kv_cache_dtype=args.kv_cache_dtype,
+                      basis=args.basis, registry=reg, require_fit=args.require_fit)
+    d = est.to_dict()
+    if args.json:
+        common.print_json(d)
+        return 0
+    lo = est.layout
+    print(f"{est.workload} on {lo['devices']} x {est.device} ({est.cluster}): tp {lo['tp']}, "
+          f"pp {lo['pp']}, ep {lo['ep']}, attention dp {lo['attention_dp']}, {lo['precision']}"
+          f", batch {est.batch} x ({args.input_len} in, {args.output_len} out)")
+    print(f"TTFT {d['ttft_ms']:.1f} ms, ITL {d['itl_ms']:.2f} ms, e2e {d['e2e_ms']:.0f} ms, "
+          f"{d['output_tokens_per_s']:,.0f} output tokens/s")
+    print(f"memory per device {units.fmt(est.memory_per_device_bytes, 'bytes')} of "
+          f"{units.fmt(est.capacity, 'bytes')}: {'fits' if est.fits else 'does not fit'}")
+    print(f"basis: {est.basis}")
+    return 0

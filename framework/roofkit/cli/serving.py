@@ -39,6 +39,10 @@ def register(sub) -> None:
                    help="with --max-load: at most N requests in flight")
     p.add_argument("--require-fit", action="store_true",
                    help="exit 2 when weights and KV do not fit in device memory")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages (a fleet layout)")
+    p.add_argument("--ep", type=int, default=1, help="expert-parallel devices (MoE)")
+    p.add_argument("--attention-dp", type=int, default=1, metavar="D",
+                   help="data-parallel attention replicas (with --ep)")
     p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
                    help="prediction interval level from out-of-sample validation residuals "
                         "(default 0.8)")
@@ -69,6 +73,10 @@ def cmd_serve(args) -> int:
     from ..serving import max_load, serve
 
     reg = common.registry(args)
+    from .fleet import is_fleet_serve, serve_on_cluster
+
+    if is_fleet_serve(reg, args):
+        return serve_on_cluster(reg, args)
     if args.max_load and args.batch is not None:
         raise RoofkitError("--max-load sizes the batch from the KV cache; drop --batch "
                            "(cap the requests in flight with --max-requests N)")

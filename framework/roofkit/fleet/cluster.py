@@ -26,7 +26,7 @@ from ..schema.common import (
     sourced_paths,
     table,
 )
-from ..schema.fields import count, fraction, number, positive, quantity
+from ..schema.fields import count, fraction, number, positive, quantities, quantity
 
 #: devices of one cluster: ~5x the largest published training cluster (xAI Colossus, 200k
 #: GPUs in 2025)
@@ -56,6 +56,22 @@ class ScaleOut:
 
 
 @attrs.frozen
+class MeasuredAllReduce:
+    """A published all-reduce over ``devices`` devices of this cluster spanning nodes
+    (nccl-tests ``all_reduce_perf``): message bytes -> time. On the calibrated basis it fits
+    the scale-out tier's alpha and beta (:func:`roofkit.fleet.collectives.topology`)."""
+
+    devices: int = count(minimum=2, maximum=MAX_DEVICES)
+    time: dict[str, float] = quantities("time", high=3600.0, required=True)
+    source: str = attrs.field(kw_only=True)
+    where: str = attrs.field(kw_only=True)
+    notes: str = attrs.field(default="", kw_only=True)
+
+    def points(self) -> list[tuple[float, float]]:
+        return sorted((float(k), v) for k, v in self.time.items())
+
+
+@attrs.frozen
 class Cluster:
     """A cluster spec (``specs/clusters/*.toml``)."""
 
@@ -73,6 +89,7 @@ class Cluster:
     price_per_device_hour: float | None = number(positive(1e4), default=None)
     aliases: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     notes: str = attrs.field(default="", kw_only=True)
+    measured_all_reduce: MeasuredAllReduce | None = attrs.field(default=None, kw_only=True)
 
     @property
     def devices(self) -> int:
@@ -102,6 +119,19 @@ class Cluster:
         if self.scale_out is None and self.devices > self.scale_up.size:
             out.append(("scale_out", f"{self.devices} devices exceed the scale-up domain of "
                         f"{self.scale_up.size}; add a [scale_out] network"))
+        m = self.measured_all_reduce
+        if m is not None:
+            if self.scale_out is None or m.devices <= self.scale_up.size:
+                out.append(("measured_all_reduce.devices", "a measured all-reduce calibrates "
+                            "the scale-out tier: it must span more than one scale-up domain "
+                            f"of {self.scale_up.size}"))
+            for k in m.time:
+                if not k.isdigit():
+                    out.append((f"measured_all_reduce.time.{k}", "keys are message sizes in "
+                                "bytes, written as digits (\"8589934592\")"))
+            if len(m.time) < 2:
+                out.append(("measured_all_reduce.time", "give at least two message sizes "
+                            "(the smallest fixes the latency, the largest the bandwidth)"))
         if self.price_per_device_hour is not None and self.price_per_device_hour <= 0:
             out.append(("price_per_device_hour", "a price must be positive (US dollars)"))
         return out

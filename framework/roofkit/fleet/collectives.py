@@ -116,8 +116,30 @@ def topology(cluster, basis: str, registry) -> Topology:
     outer = None
     if out is not None:
         outer = Tier(out.name or "scale-out", out.latency, out.bandwidth / out.oversubscription)
-        note += "; scale-out: cited figures (no measured curve of this fabric)"
+        m = cluster.measured_all_reduce
+        if basis == "calibrated" and m is not None and m.devices > up.size:
+            outer = measured_outer(outer, m, min(up.size, cluster.devices_per_node))
+            note += (f"; scale-out: fitted to a measured {m.devices}-device all-reduce "
+                     f"({m.source})")
+        else:
+            note += "; scale-out: cited figures (no measured curve of this fabric)"
     return Topology(inner, outer, up.size, note)
+
+
+def measured_outer(cited: Tier, m, per_domain: int) -> Tier:
+    """The scale-out tier through a measured all-reduce of ``m.devices`` devices, ``l =
+    per_domain`` per scale-up domain over ``k = devices / l`` domains, where the outer phase
+    sets the time (the hierarchical model): the largest message gives ``beta``,
+
+        t_max = 2 (k-1)/k * (S_max / l) / beta   (latency negligible at S_max),
+
+    and the smallest gives ``alpha = t_min / (2 (k-1))``."""
+    pts = m.points()
+    k = m.devices / per_domain
+    t0, (s1, t1) = pts[0][1], pts[-1]
+    beta = 2 * (k - 1) / k * (s1 / per_domain) / t1
+    alpha = t0 / (2 * (k - 1))
+    return Tier(cited.name + " (measured)", alpha, beta, None, True)
 
 
 def _phases(collective: str, message, group: Group):

@@ -83,6 +83,23 @@ class SearchResult:
                 "refused": dict(self.refused), "evaluated": self.evaluated,
                 "fitting": self.fitting}
 
+    def to_pandas(self):
+        """The ranked layouts, one row each (flattened :meth:`TrainingEstimate.to_dict`)."""
+        from .report import flat, frame
+
+        return frame([flat(e.to_dict()) for e in self.best])
+
+    def _repr_html_(self) -> str:
+        from .report import html_table
+
+        rows = [(f"#{i} tp{e.layout.tp} pp{e.layout.pp} v{e.layout.vpp} dp{e.layout.dp} "
+                 f"cp{e.layout.cp} ep{e.layout.ep} mb{e.layout.micro_batch} "
+                 f"{e.layout.recompute} z{e.layout.zero}",
+                 f"{e.step_time_s:.4g} s, MFU {e.mfu:.1%}")
+                for i, e in enumerate(self.best, 1)]
+        return html_table(f"{self.workload} on {self.cluster}: {self.evaluated:,} layouts, "
+                          f"{self.fitting:,} fit", rows)
+
     def text(self) -> str:
         from ..cli import common
 

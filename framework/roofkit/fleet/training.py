@@ -131,6 +131,23 @@ class TrainingEstimate(Result):
                 / self.tokens_per_step * 1e6
         return out
 
+    def to_pandas(self):
+        """One row: every figure of :meth:`to_dict`, nested keys flattened (``breakdown_s.tp``)."""
+        from .report import flat, frame
+
+        return frame([flat(self.to_dict())])
+
+    def _repr_html_(self) -> str:
+        from .report import html_table
+
+        d = self.to_dict()
+        rows = [("step time (s)", d["step_time_s"]), ("tokens/s", d["tokens_per_s"]),
+                ("MFU", d["mfu"]), ("HFU", d["hfu"]),
+                ("memory per device (GB)", d["memory_per_device_bytes"] / 1e9),
+                ("fits", d["fits"])]
+        rows += [(f"{k} (s)", v) for k, v in d["breakdown_s"].items() if v > 0]
+        return html_table(repr(self), rows)
+
     def __repr__(self) -> str:
         lo = self.layout
         return (f"TrainingEstimate({self.workload} on {self.layout.devices} x {self.device}, "

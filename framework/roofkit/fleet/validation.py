@@ -66,6 +66,19 @@ class TrainingReport:
         return {b: {"median_abs_error": self.median(b), "max_abs_error": self.max(b),
                     "scored": len(self.errors(b))} for b in BASES}
 
+    def to_pandas(self):
+        from .report import frame
+
+        return frame([c.to_dict() for c in self.cases])
+
+    def _repr_html_(self) -> str:
+        from .report import html_table
+
+        rows = [(c.name, f"measured {c.measured:.4g}, calibrated "
+                 f"{c.predicted.get('calibrated', float('nan')):.4g} "
+                 f"({'scored' if c.scored else 'listed'})") for c in self.cases]
+        return html_table("training validation", rows)
+
     def to_dict(self) -> dict:
         return {"kind": "training", "cases": [c.to_dict() for c in self.cases],
                 "summary": self.summary()}
