@@ -58,12 +58,14 @@ def test_an_exact_name_gets_no_note(capsys):
     assert code == 0 and "->" not in err
 
 
-def _bash_complete(script: str, *words: str) -> list[str]:
+def _bash_complete(script, *words: str) -> list[str]:
+    """COMPREPLY for ``roofkit WORDS...``, run in an empty folder beside the script so
+    file-name completion adds nothing."""
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')
-    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
-                          check=True).stdout.split()
+    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True,
+                          cwd=script.parent / "empty").stdout.split()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to run the script")
@@ -72,6 +74,7 @@ def test_bash_completion_completes_commands_options_choices_and_names(capsys, tm
     assert code == 0
     script = tmp_path / "roofkit.bash"
     script.write_text(out)
+    (tmp_path / "empty").mkdir()
     assert _bash_complete(script, "se") == ["serve"]
     assert "--max-load" in _bash_complete(script, "serve", "x", "--max")
     assert _bash_complete(script, "serve", "x", "--basis", "") == ["datasheet", "calibrated"]
