@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,8 +65,12 @@ def _bash_complete(script, *words: str) -> list[str]:
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')
+    # in an empty folder: a word may also complete a file name, and the repository root
+    # holds files that start like commands
+    empty = Path(script).parent / "empty"
+    empty.mkdir(exist_ok=True)
     return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True,
-                          cwd=script.parent / "empty").stdout.split()
+                          cwd=empty).stdout.split()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to run the script")
@@ -74,7 +79,6 @@ def test_bash_completion_completes_commands_options_choices_and_names(capsys, tm
     assert code == 0
     script = tmp_path / "roofkit.bash"
     script.write_text(out)
-    (tmp_path / "empty").mkdir()
     assert _bash_complete(script, "se") == ["serve"]
     assert "--max-load" in _bash_complete(script, "serve", "x", "--max")
     assert _bash_complete(script, "serve", "x", "--basis", "") == ["datasheet", "calibrated"]
