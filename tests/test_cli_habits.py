@@ -59,7 +59,9 @@ def test_an_exact_name_gets_no_note(capsys):
     assert code == 0 and "->" not in err
 
 
-def _bash_complete(script: str, *words: str) -> list[str]:
+def _bash_complete(script, *words: str) -> list[str]:
+    """COMPREPLY for ``roofkit WORDS...``, run in an empty folder beside the script so
+    file-name completion adds nothing."""
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')

@@ -54,3 +54,12 @@ def test_the_cli_allows_progress_except_for_machine_output():
     assert machine_output(argparse.Namespace(json=False, csv=True))
     assert machine_output(argparse.Namespace(markdown=True))
     assert not machine_output(argparse.Namespace(json=False))
+
+
+def test_iterate_yields_every_item_and_draws_the_count(monkeypatch):
+    tty = _Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with progress.allowed():
+        items = list(progress.iterate(range(3), "cases"))
+    assert items == [0, 1, 2]
+    assert "cases [" in tty.getvalue() and "] 3/3" in tty.getvalue()

@@ -69,3 +69,12 @@ class Bar:
         if self.active:
             self.stream.write("\r" + " " * (len(self.label) + self.WIDTH + 24) + "\r")
             self.stream.flush()
+
+
+def iterate(items, label: str):
+    """``items`` one by one, with a :class:`Bar` (on a terminal, inside :func:`allowed`)."""
+    items = list(items)
+    with Bar(len(items), label) as bar:
+        for item in items:
+            yield item
+            bar.update()

@@ -237,11 +237,16 @@ def serve_on_cluster(reg, args) -> int:
     cluster = args.device
     if args.device in reg.devices:  # a device: the ad hoc cluster of the layout's devices
         cluster = f"{devices}x{reg.device(args.device).name}"
+    basis = args.basis  # None: the one default rule, on the cluster's device
+    if basis is None:
+        from ..circuit.roofline import resolve_basis
+
+        basis = resolve_basis("auto", reg.cluster(cluster).device, reg)
     est = serve_fleet(args.workload, cluster, batch=args.batch or 1,
                       input_len=args.input_len, output_len=args.output_len, tp=args.tp,
                       pp=args.pp, ep=args.ep, attention_dp=args.attention_dp,
                       precision=args.precision, kv_cache_dtype=args.kv_cache_dtype,
-                      basis=args.basis or "calibrated", registry=reg, require_fit=args.require_fit)
+                      basis=basis, registry=reg, require_fit=args.require_fit)
     d = est.to_dict()
     if args.json:
         common.print_json(d)

@@ -14,6 +14,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError
+from ..progress import iterate
 from ..registry import resolve as resolve_registry
 from .training import train
 
@@ -106,7 +107,7 @@ def run(registry=None, cases=None) -> TrainingReport:
     registry = resolve_registry(registry)
     cases = cases if cases is not None else list(registry.catalogues["training"].values())
     out = []
-    for case in sorted(cases, key=lambda c: c.name):
+    for case in iterate(sorted(cases, key=lambda c: c.name), "validate training"):
         predicted, fits, reason = {}, True, case.unscored
         for basis in BASES:
             try:

@@ -19,6 +19,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError
+from ..progress import iterate
 from ..schema.load_case import FAMILIES, LoadCase
 
 LOSO = "loso"  # the calibrated basis, each source scored without its own constants
@@ -132,7 +133,7 @@ def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport
     out = []
     runs: dict = {}
     held: dict[str, tuple] = {}  # origin -> (registry without it, removed, its runs)
-    for case in sorted(cases, key=lambda c: c.name):
+    for case in iterate(sorted(cases, key=lambda c: c.name), "validate load"):
         predicted, reason = {}, case.unscored
         for basis in bases:
             try:
