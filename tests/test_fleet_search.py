@@ -84,3 +84,25 @@ def test_cli_search_json_lists_layouts_and_refusals(capsys):
     d = json.loads(capsys.readouterr().out)
     assert len(d["layouts"]) == 2 and "step_time_s" in d["layouts"][0]
     assert set(d["refused"]) == set(REASONS)
+
+
+def test_every_costed_layout_is_at_least_its_compute_and_holds_its_weights(registry):
+    """Invariants over every valid layout of one pass: the step is no shorter than its
+    compute plus its bubble, every part is nonnegative, memory holds at least the weights."""
+    import numpy as np
+
+    from roofkit.fleet.cluster import with_devices
+    from roofkit.fleet.model import arch_of
+    from roofkit.fleet.search import _evaluate, candidates
+
+    arch = arch_of("mixtral-8x7b", registry)
+    cl = with_devices(registry.cluster("dgx-h100"), 64)
+    cand = candidates(arch, 64, 8, {})
+    _, r, ok, _ = _evaluate(arch, cl, "calibrated", registry, cand, 64, 256, 4096, 0, False,
+                            False, 0.1)
+    assert ok.size > 1000
+    for part in ("compute", "tp", "cp", "ep", "pp", "dp", "bubble", "optimizer"):
+        assert np.all(np.asarray(r[part]) >= 0), part
+    assert np.all(r["step"] >= r["compute"] + r["bubble"] - 1e-12)
+    assert np.all(r["memory"] >= r["weights"])
+    assert np.all(np.asarray(r["ep"])[cand["ep"][ok] > 1] > 0)
