@@ -18,14 +18,19 @@ def test_decode_json_gives_rows_totals_and_basis(capsys):
     times = [r["time_s"] for r in d["rows"]]
     assert times == sorted(times, reverse=True)
     assert d["totals"]["time_s"] > 0 and d["totals"]["bound"] == "memory"
-    assert d["basis"].startswith("datasheet ceiling for h100-sxm")
+    # the default basis: calibrated, since h100-sxm has measured constants
+    assert d["basis"].startswith("measured achievable for h100-sxm")
+    assert d["settings"]["basis"] == "calibrated"
 
 
 def test_decode_table_is_sorted_by_time_with_totals_and_basis(capsys):
     code, out, _ = run(capsys, "decode", "mixtral-8x7b", "h100", "--batch", "8", "--by", "op")
     assert code == 0
     assert out.index("expert_gate_up") < out.index("rms_norm")
-    assert "total " in out and "basis: datasheet" in out
+    assert "total " in out and "basis: calibrated (the default: h100-sxm has measured" in out
+    code, out, _ = run(capsys, "decode", "mixtral-8x7b", "h100", "--batch", "8", "--basis",
+                       "datasheet")
+    assert code == 0 and "basis: datasheet (as asked)" in out
 
 
 def test_prefill_by_section(capsys):

@@ -77,6 +77,8 @@ def test_bash_completion_completes_commands_options_choices_and_names(capsys, tm
     assert _bash_complete(script, "serve", "x", "--basis", "") == ["datasheet", "calibrated"]
     assert "llama-3.1-8b" in _bash_complete(script, "serve", "llama-3.1-8")
     assert "h100-sxm" in _bash_complete(script, "decode", "llama-3.1-8b", "h100-s")
+    assert _bash_complete(script, "plot", "roof") == ["roofline"]  # a nested level
+    assert "--pareto" in _bash_complete(script, "plot", "sweep", "x", "--par")
 
 
 def test_every_subcommand_and_option_is_in_each_shells_script(capsys):

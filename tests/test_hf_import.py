@@ -297,9 +297,12 @@ def _write_safetensors(path: Path, shapes: dict[str, list[int]]) -> None:
 
 def test_the_stored_count_comes_from_the_safetensors_headers(tmp_path, registry):
     (tmp_path / "config.json").write_text(json.dumps(_config("gpt2")))
-    _write_safetensors(tmp_path / "model.safetensors", {"a": [3, 4], "b": [5]})
+    # GPT-2's tensors by their shapes (wte, wpe, and the rest as one flat block) so that the
+    # stored count is within 2 % of the derived one, as an import is checked against it
+    shapes = {"wte": [50257, 768], "wpe": [1024, 768], "rest": [84_953_088]}
+    _write_safetensors(tmp_path / "model.safetensors", shapes)
     w = workload_from_hf(tmp_path, registry=registry)
-    assert w.published.params == 3 * 4 + 5
+    assert w.published.params == 50257 * 768 + 1024 * 768 + 84_953_088
     assert "safetensors" in w.sources
 
 
@@ -322,24 +325,23 @@ def test_a_folder_or_config_path_works_wherever_a_workload_is_named(registry):
     assert est.workload == "qwen2.5-3b"
 
 
-def test_a_hub_id_resolves_through_the_local_hub_cache(tmp_path, monkeypatch):
+def test_a_hub_id_resolves_through_the_local_hub_cache(tmp_path, monkeypatch, registry):
     snap = tmp_path / "models--acme--Tiny-GPT2" / "snapshots" / ("a" * 40)
     snap.mkdir(parents=True)
     (snap / "config.json").write_text(json.dumps(_config("gpt2")))
     (tmp_path / "models--acme--Tiny-GPT2" / "refs").mkdir()
     (tmp_path / "models--acme--Tiny-GPT2" / "refs" / "main").write_text("a" * 40)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    reg = roofkit.build_registry(entry_points=False)
-    w = reg.workload("acme/Tiny-GPT2")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # read at each lookup
+    w = registry.workload("acme/Tiny-GPT2")
     assert w.name == "tiny-gpt2" and w.aliases == ("acme/Tiny-GPT2",)
     assert w.sources["config"] == "https://huggingface.co/acme/Tiny-GPT2/blob/main/config.json"
 
 
-def test_a_hub_id_missing_from_the_cache_says_where_it_looked(tmp_path, monkeypatch):
+def test_a_hub_id_missing_from_the_cache_says_where_it_looked(tmp_path, monkeypatch,
+                                                             registry):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    reg = roofkit.build_registry(entry_points=False)
     with pytest.raises(UnknownNameError) as exc:
-        reg.workload("acme/Not-Downloaded")
+        registry.workload("acme/Not-Downloaded")
     assert "Hugging Face cache" in str(exc.value) and str(tmp_path) in str(exc.value)
 
 
@@ -447,3 +449,28 @@ def test_a_model_class_whose_head_the_template_does_not_cost_is_refused(registry
         workload_from_hf(cfg, registry=registry)
     assert roofkit.workload_from_hf(_config("llama-3.1-8b"), registry=registry).template == \
         "dense"  # LlamaForCausalLM is the head the template costs
+
+
+def test_a_missing_config_json_path_is_a_spec_error_naming_it(tmp_path, registry):
+    missing = tmp_path / "nowhere" / "config.json"
+    with pytest.raises(SpecError, match="does not exist"):
+        registry.workload(str(missing))
+
+
+def test_an_unknown_workload_name_says_hugging_face_configs_work_too(registry):
+    with pytest.raises(UnknownNameError, match=r"Hugging Face config\.json"):
+        registry.workload("qwen2.5-14b-instruct")
+
+
+def test_an_over_long_config_path_is_a_spec_error(registry):
+    with pytest.raises(SpecError):
+        workload_from_hf("x" * 5000 + "/config.json", registry=registry)
+
+
+def test_an_exclusion_naming_weights_the_model_lacks_is_left_out_and_said(registry):
+    cfg = _with("llama-3.1-8b", quantization_config={
+        "quant_method": "gptq", "bits": 4, "group_size": 128,
+        "modules_to_not_convert": ["model.layers.*.mlp.gate", "lm_head"]})
+    w = workload_from_hf(cfg, registry=registry)
+    assert w.formats == {"default": "gptq-int4-g128", "lm_head": "bf16"}
+    assert "keeps router weights in bf16; llama has none" in w.notes

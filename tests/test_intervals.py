@@ -95,3 +95,26 @@ def test_decode_interval_widens_with_the_level(capsys):
 def test_the_datasheet_basis_takes_the_outside_range():
     est = roofkit.decode("llama-3.1-8b", "h100-sxm", batch=8, context=1024)
     assert "range=outside" in est.interval().stratum
+
+
+def test_the_shipped_table_holds_the_load_cases_and_they_cover_out_of_sample():
+    rows = [r for r in I.table() if r.metric.startswith("load_")]
+    assert {r.metric for r in rows} >= {"load_ttft_ms", "load_tpot_ms"}
+    assert 0.75 <= I.coverage(rows, 0.8)["covered"] <= 0.85
+
+
+def test_a_load_estimate_carries_intervals_from_the_load_cases(registry):
+    from roofkit.load.simulate import simulate
+
+    r = simulate("llama-3.1-8b", "h100-sxm", concurrency=4, requests=40, input_len=128,
+                 output_len=64, engine="tensorrt-llm", registry=registry)
+    ivs = r.intervals()
+    assert "metric=load_tpot_ms" in ivs["tpot_ms"].stratum
+    assert ivs["tpot_ms"].lo < ivs["tpot_ms"].hi
+    assert set(r.to_dict()["intervals"]) == set(ivs)
+
+
+def test_engine_profiles_map_to_their_family():
+    assert I.engine_family("vllm-v1") == "vllm"
+    assert I.engine_family("tensorrt-llm-session") == "tensorrt-llm"
+    assert I.engine_family("sglang") == "sglang"

@@ -69,3 +69,11 @@ def test_plan_cli_json(capsys):
 def test_plan_refuses_a_missing_slo():
     with pytest.raises(roofkit.RoofkitError, match="needs an SLO"):
         roofkit.plan("llama-3.1-8b", ["h100"], input_len=128, output_len=16, slo="")
+
+
+def test_a_moe_gets_expert_parallel_layouts():
+    r = roofkit.plan("mixtral-8x7b", ["h100"], input_len=256, output_len=64,
+                     slo="ttft_p90=5s,tpot_p90=200ms", max_devices=2, concurrencies=(4, 16),
+                     precisions=["fp8"], verify=0, disagg=False)
+    ep = [x for x in r.rows if x.get("ep") == 2]
+    assert ep and all(x["devices"] == 2 and x["layout"] == "EP2 attention-DP2" for x in ep)

@@ -119,6 +119,20 @@ def test_seeded_and_deterministic():
     assert a["ttft_ms"] != c["ttft_ms"]
 
 
+def test_result_convention():
+    r = simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, input_len=64,
+                 output_len=8)
+    d = r.to_dict()
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        assert set(d[key]) == {"mean", "p50", "p90", "p99"}
+    assert d["output_tokens_per_s"] > 0 and d["requests_per_s"] > 0 and d["basis"]
+    tl = d["timeline"]
+    assert len(tl["time_s"]) == len(tl["batch"]) == len(tl["kv_fraction"]) <= 200
+    assert max(tl["batch"]) <= 2 and all(0 <= x <= 1 for x in tl["kv_fraction"])
+    assert r.quantity("ttft", "p90").to("ms").magnitude == pytest.approx(d["ttft_ms"]["p90"])
+    assert "<table>" in r._repr_html_() and len(r.to_pandas()) == 4
+
+
 def test_goodput_counts_requests_within_the_slo():
     r = simulate("llama-3.1-8b", "h100", rate=4.0, requests=300, input_len=256,
                  output_len=64, slo="ttft_p90=10s,tpot_p90=1s")
@@ -136,3 +150,102 @@ def test_bad_input_is_a_clear_error():
         simulate("llama-3.1-8b", "h100", concurrency=1, slo="ttft<2")
     with pytest.raises(roofkit.UnknownNameError):
         simulate("llama-3.1-8b", "h100", concurrency=1, engine="vlm")
+
+
+def test_pipeline_stages_add_their_activation_sends_by_hand():
+    i, o = 400, 10
+    est = roofkit.serve("llama-3.1-70b", "h100", batch=1, input_len=i, output_len=o, tp=2)
+    r = simulate("llama-3.1-70b", "h100", concurrency=1, requests=1, input_len=i,
+                 output_len=o, tp=2, pp=2, engine=None)
+    link = roofkit.default_registry().device("h100").interconnect
+    hidden = 8192  # llama-3.1-70b
+    hop = [link.latency + rows * hidden * 2 / link.bandwidth for rows in [i] + [1] * (o - 1)]
+    assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
+    assert r.devices == 4 and r.layout["pp"] == 2
+
+
+def test_pipeline_beyond_one_node_is_refused():
+    with pytest.raises(roofkit.SpecError, match="multi-node pipelines"):
+        simulate("llama-3.1-70b", "h100", concurrency=1, requests=1, tp=8, pp=2)
+
+
+def test_expert_parallelism_by_hand():
+    # one request on one of 2 ranks (ranks taken as evenly loaded): a decode step runs the
+    # routed experts for 2 tokens split over 2 ranks, plus two all-to-alls a MoE layer
+    i = 300
+    w = "mixtral-8x7b"
+    est = roofkit.serve(w, "h100", batch=1, input_len=i, output_len=2)
+    r = simulate(w, "h100", concurrency=1, requests=1, input_len=i, output_len=2, ep=2,
+                 engine=None)
+
+    def experts(batch):
+        step = roofkit.decode(w, "h100", batch=batch, context=i + 1, basis="calibrated")
+        return sum(float(x.time) for x in step.rows if x.op.startswith("expert_"))
+
+    link = roofkit.default_registry().device("h100").interconnect
+    # mixtral-8x7b: 32 MoE layers, top_k 2, hidden 4096, bf16 activations, half sent away
+    a2a = 32 * 2 * (link.latency + 1 * 2 * 4096 * 2 * (1 / 2) / link.bandwidth)
+    expected = est.itl_steps[0] - experts(1) + experts(2) / 2 + a2a
+    assert r.tpot["mean"] == pytest.approx(expected, rel=1e-6)
+    assert r.devices == 2
+    with pytest.raises(roofkit.SpecError, match="no routed experts"):
+        simulate("llama-3.1-8b", "h100", concurrency=1, requests=1, ep=2)
+
+
+def test_a_pipeline_across_two_nodes_crosses_the_network_by_hand():
+    # 16xh100: two 8-GPU NVLink domains joined by a 400 Gb/s NIC per GPU (the ad hoc
+    # cluster's default network, 50 GB/s and 5 us); tp 8 x pp 2 puts the stage boundary on
+    # the network
+    i, o = 400, 6
+    est = roofkit.serve("llama-3.1-70b", "h100", batch=1, input_len=i, output_len=o, tp=8)
+    r = simulate("llama-3.1-70b", "16xh100", concurrency=1, requests=1, input_len=i,
+                 output_len=o, tp=8, pp=2, engine=None)
+    hop = [5e-6 + rows * 8192 * 2 / 50e9 for rows in [i] + [1] * (o - 1)]
+    assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
+    assert r.devices == 16 and r.layout["cluster"] == "16xh100-sxm"
+
+
+def test_mtp_speculation_at_acceptance_0_by_hand():
+    from roofkit.circuit import api
+
+    k, i, o, w, d = 2, 128, 9, "deepseek-v3", "h200"
+    r = simulate(w, d, tp=8, concurrency=1, requests=1, input_len=i, output_len=o,
+                 engine=None, spec_decode=SpecDecode(k=k, acceptance=0.0, draft="mtp"))
+    reg = roofkit.default_registry()
+    mtp = api._plan(reg, w, d, "decode", None, "bf16", None, {"basis": "calibrated"}, 8,
+                    sections=("draft",))[0]
+    verify = StepCosts(w, d, tp=8, max_rows=64, max_seqs=2, max_context=256, verify=k + 1)
+    host = roofkit.serve(w, d, batch=1, input_len=i, output_len=2, tp=8).decode_host.host_time
+    t = 0.0
+    for s in range(o - 1):  # acceptance 0: one token a step, each step at context i + 1 + s
+        c = i + 1 + s
+        t += verify.device_time(1, c, samples=k + 1) + host
+        t += k * sum(float(x[3]) for x in mtp.run(1.0, float(c), 1.0))
+    assert r.tpot["mean"] == pytest.approx(t / (o - 1), rel=1e-4)
+
+
+def test_a_trace_and_a_length_histogram(tmp_path, capsys):
+    import json
+
+    from roofkit.testing import run_cli
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(r) for r in (
+        {"arrival": 0.0, "input_len": 100, "output_len": 5},
+        {"arrival": 0.5, "input_len": 300, "output_len": 3},
+        {"timestamp": 0.2, "input_tokens": 50, "output_tokens": 4})), encoding="utf-8")
+    r = simulate("llama-3.1-8b", "h100", trace=trace)
+    assert r.requests == 3 and r.input_tokens == 450 and r.output_tokens == 12
+    assert sorted(r.per_request["arrival_s"].tolist()) == [0.0, 0.2, 0.5]
+    hist = tmp_path / "h.csv"
+    hist.write_text("length,weight\n64,3\n256,1\n", encoding="utf-8")
+    code, out, _ = run_cli(capsys, "simulate", "llama-3.1-8b", "h100", "--rate", "5",
+                           "--requests", "40", "--input-len", f"hist:{hist}", "--output-len",
+                           "uniform:4:8", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert 64 * 40 <= d["input_tokens_per_s"] * d["duration_s"] <= 256 * 40
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"arrival": 0}\n', encoding="utf-8")
+    with pytest.raises(roofkit.SpecError, match=r"bad\.jsonl:1"):
+        simulate("llama-3.1-8b", "h100", trace=bad)

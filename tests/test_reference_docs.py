@@ -84,3 +84,13 @@ def test_a_range_object_writes_itself_and_known_keys_are_listed():
     text = "\n".join(out)
     assert "| `width` | number |  | [1, 64] | `1.0` |  |" in text
     assert "keys only `kernel`" in text
+
+
+def test_the_page_is_the_same_whether_or_not_attrs_resolved_the_types(registry):
+    from roofkit.circuit.spec import CircuitTemplate, NodeSpec, PartSpec
+
+    before = reference_markdown(registry)
+    for cls in (CircuitTemplate, NodeSpec, PartSpec):  # as structuring a spec file does
+        attrs.resolve_types(cls)
+    assert reference_markdown(registry) == before
+    assert "| `when` | expression |" in before

@@ -133,3 +133,29 @@ def test_sweep_table_follows_the_convention(registry):
 ])
 def test_sig_gives_significant_digits_not_mixed_decimals(value, text):
     assert sig(value) == text
+
+
+@pytest.fixture(scope="module", params=["training", "load"])
+def later_result(request, registry):
+    """Result types of the cluster and load layers, adopting the same convention."""
+    if request.param == "training":
+        return roofkit.train("llama-3.1-8b", "8xh100", tp=1, dp=8, registry=registry)
+    return roofkit.simulate("llama-3.1-8b", "h100", requests=12, concurrency=4,
+                            input_len=128, output_len=16, registry=registry)
+
+
+def test_training_and_load_results_follow_the_convention(later_result):
+    assert isinstance(later_result, Result)
+    d = json.loads(json.dumps(later_result.to_dict(), default=float))
+    for h in type(later_result).HEADLINE:
+        plain = h.value(later_result)
+        if plain is None:
+            continue
+        q = getattr(later_result.q, h.name)
+        assert q.to(h.unit or "dimensionless").magnitude == pytest.approx(float(plain))
+        assert _find(d, h.key) == pytest.approx(float(plain)), h.key
+    parser = _Cells()
+    parser.feed(later_result._repr_html_())
+    assert parser.tags.count("tr") == len(type(later_result).HEADLINE) + 2
+    assert later_result.plugins and later_result.basis
+    assert len(later_result.to_pandas()) >= 1

@@ -102,7 +102,7 @@ def test_lookup_by_name_alias_any_case_and_toml_path(reg):
 def test_an_unknown_name_suggests_names_as_written(reg):
     with pytest.raises(UnknownNameError, match="Did you mean 'Gpt2XlEagerDecodeDispatch'"):
         reg.scenario("Gpt2XlEagerDecode")
-    with pytest.raises(TypeError, match="scenario name"):
+    with pytest.raises(roofkit.ArgumentError, match="scenario name"):
         reg.scenario(3)
 
 

@@ -94,7 +94,7 @@ def test_without_query_flags_the_engine_sweep_output_is_unchanged(capsys):
 
 def test_every_output_says_basis_slot_and_fallback(capsys):
     args = ["sweep", "llama-3.1-8b", "a100-80gb", "h100", "-b", "1", "-p", "fp8",
-            "--mode", "decode", "--context", "128"]
+            "--mode", "decode", "--context", "128", "--basis", "datasheet"]
     code, out, _ = run(capsys, *args, "--csv")
     assert code == 0
     rows = {r["device"]: r for r in csv.DictReader(io.StringIO(out))}

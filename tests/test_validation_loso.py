@@ -70,3 +70,25 @@ def test_breakdowns_group_the_scored_cases(registry):
     assert [r["engine"] for r in rows] == ["vidur"] and rows[0]["cases"] == len(report.scored())
     with pytest.raises(ValueError, match="one of metric, engine, device_class"):
         report.breakdown("vendor")
+
+
+def test_load_cases_are_scored_leave_one_source_out(registry):
+    from roofkit.load.validation import run as run_load
+
+    cat = registry.catalogues["load_cases"]
+    cases = [cat[k] for k in sorted(cat)][:2]
+    report = run_load(registry=registry, cases=cases)
+    for c in report.cases:
+        assert c.origin == origin(cat[c.name].source.url)
+        if c.predicted.get("calibrated") is not None and not c.removed:
+            assert c.predicted[LOSO] == c.predicted["calibrated"]
+    named = {s["constant"] for s in report.independence}
+    assert any(n.startswith("engine:") for n in named)
+
+
+def test_an_engine_profile_sharing_a_cases_origin_is_kept_and_said_in_sample(registry):
+    from roofkit.serving.loso import statements
+
+    rows = statements(registry, ["github:vllm-project/vllm"], engines=True)
+    vllm = [r for r in rows if r["constant"] == "engine:vllm-v1:scheduler"]
+    assert vllm and vllm[0]["cases_in_sample"] == 1 and "in sample" in vllm[0]["statement"]

@@ -16,6 +16,8 @@ bound                   value        what it bounds
 ``MAX_OUTPUT_TOKENS``   2**20        tokens one request generates (``output_len``): one
                         (1,048,576)  array element per decode step
 ``MAX_DEVICES``         2**20        devices of a parallel group (``tp``, ``dp_size``)
+``MAX_REQUESTS``        2**20        requests one load simulation serves (``simulate``
+                        (1,048,576)  steps through every one; about 2 ms each)
 ======================  ===========  ====================================================
 """
 
@@ -30,11 +32,13 @@ MAX_BATCH = 1 << 24
 MAX_TOKENS = 1 << 24
 MAX_OUTPUT_TOKENS = 1 << 20
 MAX_DEVICES = 1 << 20
+MAX_REQUESTS = 1 << 20
 
 #: the bound of each named count (the name as the public calls spell it) and its label
 BOUNDS = {
     **dict.fromkeys(("batch", "batch_size", "batch_sizes", "seqs", "max_requests",
-                     "requests"), ("MAX_BATCH", MAX_BATCH)),
+                     "concurrency"), ("MAX_BATCH", MAX_BATCH)),
+    "requests": ("MAX_REQUESTS", MAX_REQUESTS),
     **dict.fromkeys(("context", "contexts", "tokens", "input_len", "seq_len", "seq_lens",
                      "input_len + output_len"),
                     ("MAX_TOKENS", MAX_TOKENS)),

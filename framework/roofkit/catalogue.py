@@ -245,26 +245,47 @@ def load_spec(kind: SpecKind, ref: str | Path, converter, tables) -> object:
     return obj
 
 
-def check_paths(paths, converter, tables) -> tuple[int, list[Problem]]:
+def check_paths(paths, converter, tables, layers=(), cache=None
+                ) -> tuple[int, list[Problem], list[Problem]]:
     """``roofkit check``: every spec file under ``paths``, each read as the kind its folder
-    or marker says, structured and cross-checked. (files checked, problems)."""
+    or marker says, structured, then stacked as the last layers over ``layers`` (the
+    catalogue's own, less the files being checked) and cross-checked against the catalogue
+    they would join: its own circuits, op rules and devices included, a broken file hiding
+    no other's problems. Every conflict loading would refuse (a name or alias taken from an
+    earlier layer without ``overrides``, two files with one name) is reported.
+    (files checked, problems in them, warnings: findings that do not stop loading)."""
     problems: list[Problem] = []
+    checked: list[tuple[str, list[tuple[SpecKind, Path]]]] = []
+    seen: set[str] = set()
     n = 0
     for raw in paths:
         files, found = files_of(raw)
         problems += found
-        n += len({p.file for p in found if p.file and Path(p.file).is_file()})
+        n += len({p.file for p in found if p.file and kind_of_path(p.file) == "file"})
         if not files and not found:
             problems.append(Problem(str(real_path(raw)), None, (
                 "no spec files here; a spec folder holds *.toml files or folders named "
                 f"{', '.join(SPEC_KINDS)}")))
-        for kind, file in files:
-            n += 1
-            obj, items = load_file(kind, file, converter)
-            if obj is not None and kind.check is not None and not items:
-                items = format_problems(file, kind.check(obj, tables))
-            problems += items
-    return n, problems
+        files = [(k, f) for k, f in files if str(f) not in seen]
+        seen.update(str(f) for _, f in files)
+        n += len(files)
+        checked.append((f"checked {raw}", files))
+    base = []
+    for label, path in layers:
+        files, _ = files_of(path)
+        base.append((label, [(k, f) for k, f in files if str(f) not in seen]))
+    cats, found = _load_files(base + checked, converter, cache, tables, only=seen)
+    problems += [p for p in found if p.file in seen]
+    warnings: list[Problem] = []
+    every = {**tables, **cats}
+    for folder, cat in cats.items():
+        warn = SPEC_KINDS[folder].warn
+        if warn is None:
+            continue
+        for e in cat._entries.values():
+            if str(e.origin) in seen:
+                warnings += format_problems(e.origin, warn(e.obj, every))
+    return n, problems, warnings
 
 
 def spec_claims(obj, key: str) -> tuple[str, ...]:
@@ -293,11 +314,9 @@ def _from_cache(hit, kind: SpecKind, file: Path, converter):
     return build
 
 
-def _layer_entries(path: Path, label: str, rank: int, converter, cache, problems):
-    """The specs of one layer by kind: {folder: {key: Entry}}; problems appended."""
+def _layer_entries(files, label: str, rank: int, converter, cache, problems):
+    """The specs of one layer's files by kind: {folder: {key: Entry}}; problems appended."""
     found: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
-    files, bad = files_of(path)
-    problems += bad
     for kind, file in files:
         hit = cache.get(file, kind.folder) if cache else None
         if hit is not None:
@@ -413,10 +432,22 @@ def _stack(kind: SpecKind, below: dict[str, Entry], layer: dict[str, Entry], pro
 
 def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue], list[Problem]]:
     """Load every layer into catalogues. Returns (catalogues, problems)."""
+    listed, problems = [], []
+    for label, path in layers:
+        files, bad = files_of(path)
+        problems += bad
+        listed.append((label, files))
+    cats, found = _load_files(listed, converter, cache, tables)
+    return cats, problems + found
+
+
+def _load_files(layers, converter, cache, tables, only=None):
+    """Catalogues of layers given as (label, [(kind, file)...]), lowest first, and every
+    problem. ``only``: run the cross-file checks of these files alone (``check``)."""
     entries: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
     problems: list[Problem] = []
-    for rank, (label, path) in enumerate(layers):
-        found = _layer_entries(path, label, rank, converter, cache, problems)
+    for rank, (label, files) in enumerate(layers):
+        found = _layer_entries(files, label, rank, converter, cache, problems)
         for folder, table in found.items():
             _stack(SPEC_KINDS[folder], entries[folder], table, problems)
     cats = {}
@@ -429,7 +460,7 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
     # depend only on the specs, the code and the plugins: the cache keeps their result for
     # one exact set of files (its stamp holds the code and plugins)
     files = [e.origin for cat in cats.values() for e in cat._entries.values()]
-    saved = cache.checks(files) if cache else None
+    saved = cache.checks(files) if cache and only is None else None
     if saved is not None:
         return cats, problems + saved
     found: list[Problem] = []
@@ -439,9 +470,11 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
             continue
         for key in cat:
             e = cat._entries[key]
+            if only is not None and str(e.origin) not in only:
+                continue
             items = check(e.obj, tables)
             if items:
                 found += format_problems(e.origin, items)
-    if cache:
+    if cache and only is None:
         cache.put_checks(files, found)
     return cats, problems + found

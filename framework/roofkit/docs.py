@@ -49,6 +49,16 @@ def _hints(cls) -> dict:
         return {f.name: f.type for f in attrs.fields(cls)}
 
 
+def _annotation(cls, name: str) -> str:
+    """A field's annotation as written in the class body (a string under postponed
+    evaluation), whether or not attrs has resolved the field's type since."""
+    for klass in cls.__mro__:
+        ann = inspect.get_annotations(klass)
+        if name in ann:
+            return ann[name] if isinstance(ann[name], str) else ""
+    return ""
+
+
 def _strip_none(tp):
     args = typing.get_args(tp)
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
@@ -127,6 +137,9 @@ def _range(meta: dict | None, tp) -> str:
             parts.append(">= 0")
         elif meta.get("positive"):
             parts.append("> 0")
+    for key, rng_k in (meta.get("limits") or {}).items():
+        shown = rng_k.text(dim) if hasattr(rng_k, "text") else str(rng_k)
+        parts.append(f"`{key}` {shown}")
     keys = meta.get("keys")
     if keys:
         shown = ", ".join(f"`{k}`" for k in keys)
@@ -171,26 +184,28 @@ def _table(cls, prefix: str, out: list[str], seen: set) -> None:
     doc = _doc(cls)
     if doc:
         out += [doc, ""]
-    out += ["| key | type | unit | range | default | required |",
-            "|---|---|---|---|---|---|"]
+    fields = [f for f in attrs.fields(cls) if f.init]
+    about = any((meta_of(f) or {}).get("doc") for f in fields)  # a column only when used
+    out += ["| key | type | unit | range | default | required |" + (" about |" if about else ""),
+            "|---|---|---|---|---|---|" + ("---|" if about else "")]
     later = []
-    for f in attrs.fields(cls):
-        if not f.init:
-            continue
+    for f in fields:
         tp = hints.get(f.name, f.type)
         meta = meta_of(f)
         default, required = _default(f)
         nested = _nested(tp)
         text = _type_text(tp)
-        raw = f.type if isinstance(f.type, str) else ""
-        if "Expression" in raw:  # an alias of Any: say what it holds
+        if "Expression" in _annotation(cls, f.name):  # an alias of Any: say what it holds
             text = text.replace("any TOML value", "expression")
         if meta and meta.get("dimension"):
             text = "table of quantities" if meta.get("mapping") else "quantity"
             if _strip_none(tp)[1]:
                 text += " (optional)"
-        out.append(f"| `{prefix}{f.name}` | {text} | {_unit(meta)} | {_range(meta, tp)} | "
-                   f"{default} | {'yes' if required else ''} |")
+        row = (f"| `{prefix}{f.name}` | {text} | {_unit(meta)} | {_range(meta, tp)} | "
+               f"{default} | {'yes' if required else ''} |")
+        if about:
+            row += f" {(meta or {}).get('doc', '')} |"
+        out.append(row)
         if nested:
             later.append((f, *nested))
     out.append("")
@@ -273,7 +288,7 @@ def _template_dims(reg) -> list[str]:
 def _scenario_inputs(sk) -> list[str]:
     from .scenarios.base import _meta, input_fields
 
-    rows = ["| input | unit | default | required |", "|---|---|---|---|"]
+    rows = ["| input | unit | default | required | about |", "|---|---|---|---|---|"]
     for name, f in input_fields(sk.cls).items():
         meta = _meta(f)
         dim = meta.get("dimension")
@@ -289,7 +304,7 @@ def _scenario_inputs(sk) -> list[str]:
             default, required = "none", ""
         else:
             default, required = f"`{f.default!r}`", ""
-        rows.append(f"| `{name}` | {unit} | {default} | {required} |")
+        rows.append(f"| `{name}` | {unit} | {default} | {required} | {meta.get('doc', '')} |")
     doc = _doc(sk.cls)
     derived = ", ".join(f"`{d}`" for d in sk.derived)
     return [*([doc, ""] if doc else []), *rows, "", f"Derived: {derived}.", ""]

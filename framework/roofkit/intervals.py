@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -35,7 +36,8 @@ DEFAULT_LEVEL = 0.8
 TABLE = Path(__file__).with_name("residuals.json")
 #: the stratum keys, dropped from the left when a stratum is too thin
 KEYS = ("engine", "device_class", "metric", "range")
-#: which validation metric family stands for each headline figure
+#: which validation metric family stands for each headline figure (a load estimate's
+#: figures are ``load_ttft_ms``, ``load_tpot_ms``... from the load cases)
 FAMILY = {"ttft_ms": "ttft_ms", "itl_ms": "itl_ms", "e2e_ms": "e2e_ms",
           "output_tokens_per_s": "output_tokens_per_s", "decode": "itl_ms",
           "prefill": "ttft_ms", "kernel_ms": "kernel_ms"}
@@ -139,6 +141,33 @@ def residuals(report) -> list[Residual]:
     return out
 
 
+def engine_family(profile: str) -> str:
+    """An engine profile's family: ``vllm-v1`` -> ``vllm``, ``tensorrt-llm`` as it is."""
+    return re.sub(r"-v\d+$", "", ENGINES.get(profile, profile) or "none")
+
+
+def load_residuals(report, registry) -> list[Residual]:
+    """Out-of-sample residuals of a load validation report (``roofkit validate --kind load``):
+    every scored case, metric ``load_<metric>``, its engine profile's family, inside the
+    calibrated range where its device's bandwidth is measured."""
+    from .circuit.roofline import device_roofline
+    from .serving.validation import _device_class
+
+    cat = registry.catalogues["load_cases"]
+    out = []
+    for c in report.cases:
+        p = c.predicted.get("loso")
+        if not c.scored or p is None or p <= 0:
+            continue
+        case = cat[c.name]
+        inside = device_roofline(registry.device(case.device), "calibrated",
+                                 registry).bandwidth_measured
+        out.append(Residual(c.name, c.origin, engine_family(case.config.profile),
+                            f"load_{c.metric}", _device_class(case.device, registry),
+                            "inside" if inside else "outside", math.log(p / c.measured)))
+    return out
+
+
 def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
              leave_out: str = "case") -> dict:
     """Out-of-sample coverage: each case's interval, in its own stratum, from the residuals
@@ -170,9 +199,10 @@ def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
             "without_interval": len(rows) - len(allh)}
 
 
-def write(report, path: str | Path = TABLE) -> Path:
-    """Write the residual table of ``report`` to ``path`` (the shipped one by default)."""
-    rows = [attrs.asdict(r) for r in residuals(report)]
+def write(report, path: str | Path = TABLE, load=()) -> Path:
+    """Write the residual table of ``report`` (and the ``load`` residuals) to ``path`` (the
+    shipped one by default)."""
+    rows = [attrs.asdict(r) for r in (*residuals(report), *load)]
     Path(path).write_text(json.dumps({
         "about": "out-of-sample residuals ln(predicted / measured), calibrated basis, "
                  "leave-one-source-out; written by python -m roofkit.intervals",
@@ -182,9 +212,12 @@ def write(report, path: str | Path = TABLE) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a maintenance command
+    from .load.validation import run as run_load
+    from .registry import default_registry
     from .serving.validation import run
 
-    path = write(run())
+    reg = default_registry()
+    path = write(run(registry=reg), load=load_residuals(run_load(registry=reg), reg))
     print(f"wrote {len(table())} residuals to {path}")
     return 0
 

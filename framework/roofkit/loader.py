@@ -10,6 +10,7 @@ structured, and ``problems()``, checks that need the structured object.
 from __future__ import annotations
 
 import math
+import re
 import sys
 import typing
 from pathlib import Path
@@ -281,7 +282,8 @@ def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
     if isinstance(exc, FieldProblem):  # a field validator, run by the class's __init__
         return [(f"{path}.{exc.key}" if path else exc.key, exc.message)]
     if isinstance(exc, _Problems):
-        return [(f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
+        return [(f"{path}{p}" if p.startswith("[") else
+                 f"{path}.{p}" if path and p else (p or path), m) for p, m in exc.items]
     if isinstance(exc, KeyError):
         key = str(exc.args[0]) if exc.args else "?"
         full = path if path.split(".")[-1] == key else (f"{path}.{key}" if path else key)
@@ -352,6 +354,12 @@ def read_toml(path: str | Path) -> dict:
         raise SpecError(Problem(str(path), None, (
             f"tables and arrays nest more than {MAX_DEPTH} levels deep; a spec needs a "
             "few"))) from None
+    except ValueError as exc:  # an integer past Python's 4300-digit conversion limit
+        long = re.search(r"\d{4301,}", text)
+        line = f" at line {text[: long.start()].count(chr(10)) + 1}" if long else ""
+        raise SpecError(Problem(str(path), None, (
+            f"a number{line} has {len(long.group(0)) if long else 'thousands of'} digits; "
+            f"no spec value needs more than a few ({exc.__class__.__name__})"))) from None
     deep = nesting_problem(data)
     if deep:
         raise SpecError(Problem(str(path), None, deep))

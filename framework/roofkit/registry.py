@@ -144,6 +144,9 @@ class Registry:
                     hint = (f"Nor is it in a local Hugging Face cache "
                             f"({', '.join(map(str, hub_cache_dirs()))}); roofkit does not "
                             "download: fetch its config.json first or pass the model folder.")
+                else:
+                    hint = ("A Hugging Face config.json, model folder or cached hub id "
+                            "(org/name) works too.")
             if not hint:
                 raise
             raise UnknownNameError(exc.kind, exc.name, exc.known,
@@ -254,19 +257,38 @@ def build_registry(plugins=None, entry_points: bool = True, spec_paths=(), *,
     }
     converter = make_converter()
     infos = hooks.infos()
-    plugin_dirs = hooks.spec_dirs() if specs else []
-    layers = spec_layers(plugin_dirs, spec_paths) if specs else []
-    spec_cache = None
-    if cache and specs:
-        spec_cache = SpecCache(spec_dirs=[d for _, d in plugin_dirs],
-                               plugins={(i.distribution, i.version) for i in infos})
-    catalogues, problems = load_layers(layers, converter, spec_cache, tables)
+    plugin_dirs = hooks.spec_dirs()
+    layers = spec_layers(plugin_dirs, spec_paths)  # kept with specs=False too, for `check`
+    spec_cache = _spec_cache(plugin_dirs, infos) if cache and specs else None
+    catalogues, problems = load_layers(layers if specs else [], converter, spec_cache, tables)
     if spec_cache:
         spec_cache.save()
     if problems:
         raise SpecError(problems, title=f"{len(problems)} problem(s) in the spec catalogue")
     return Registry(tables=tables, catalogues=catalogues, plugins=infos,
                     converter=converter, spec_layers=layers)
+
+
+def _spec_cache(plugin_dirs, infos) -> SpecCache:
+    return SpecCache(spec_dirs=[d for _, d in plugin_dirs],
+                     plugins={(i.distribution, i.version) for i in infos})
+
+
+def check_specs(paths, *, entry_points: bool = True, spec_paths=(), cache: bool = True):
+    """``roofkit check``: (files checked, problems, warnings) of the spec files under
+    ``paths``, read as the last layers over the catalogue's own (plugin spec dirs, ``spec_paths``,
+    ``ROOFKIT_SPEC_PATH``, less the files being checked), so they are checked against the
+    catalogue they would join, whether or not that catalogue loads as it stands."""
+    from .catalogue import check_paths
+
+    reg = build_registry(entry_points=entry_points, spec_paths=spec_paths, specs=False)
+    plugin_dirs = [(label, d) for label, d in reg.spec_layers if label.startswith("plugin ")]
+    spec_cache = _spec_cache(plugin_dirs, reg.plugins) if cache else None
+    n, problems, warnings = check_paths(paths, reg.converter, reg._tables, reg.spec_layers,
+                                        spec_cache)
+    if spec_cache:
+        spec_cache.save()
+    return n, problems, warnings
 
 
 @functools.cache

@@ -16,6 +16,7 @@ units never pays for it.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Callable
@@ -101,6 +102,14 @@ def sig(value, digits: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+@functools.cache
+def _unit(text: str):
+    """A pint Unit of the project registry, parsed once per spelling."""
+    from .units import ureg
+
+    return ureg().Unit(text)
+
+
 class Quantities:
     """``result.q.NAME``: the headline ``NAME`` of a result as a pint Quantity."""
 
@@ -115,9 +124,9 @@ class Quantities:
                 value = h.value(self._result)
                 if value is None:
                     return None
-                from .units import Q
+                from .units import ureg
 
-                return Q(value, h.unit) if h.unit else Q(value, "dimensionless")
+                return ureg().Quantity(value, _unit(h.unit or "dimensionless"))
         names = ", ".join(h.name for h in type(self._result).HEADLINE)
         raise AttributeError(f"{type(self._result).__name__} has no headline {name!r}; "
                              f"its headlines: {names}")

@@ -21,6 +21,7 @@ class SpecKind:
     aliases: bool = True
     marker: str | None = None  # a top-level key that tells a loose file is of this kind
     label: str | None = None  # the noun for one spec, when not the folder name less its "s"
+    warn_path: str | None = None  # "module:function(obj, tables) -> [(key path, message)]"
 
     @property
     def noun(self) -> str:
@@ -30,6 +31,14 @@ class SpecKind:
     @functools.cached_property
     def cls(self):
         mod, name = self.cls_path.split(":")
+        return getattr(importlib.import_module(mod), name)
+
+    @functools.cached_property
+    def warn(self):
+        """``check``'s warnings for one spec (they do not stop it loading), or None."""
+        if self.warn_path is None:
+            return None
+        mod, name = self.warn_path.split(":")
         return getattr(importlib.import_module(mod), name)
 
     @functools.cached_property
@@ -50,7 +59,8 @@ SPEC_KINDS: dict[str, SpecKind] = {
     for k in (
         SpecKind("devices", "roofkit.schema.device:Device", marker="compute"),
         SpecKind("workloads", "roofkit.schema.workload:Workload",
-                 check_path="roofkit.schema.workload_check:check", marker="domain"),
+                 check_path="roofkit.schema.workload_check:check", marker="domain",
+                 warn_path="roofkit.circuit.validate:workload_warnings"),
         SpecKind("scenarios", "roofkit.scenarios.spec:ScenarioSpec",
                  check_path="roofkit.scenarios.spec:check", marker="kind"),
         SpecKind("circuits", "roofkit.circuit.spec:CircuitTemplate",

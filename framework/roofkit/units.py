@@ -140,6 +140,49 @@ def _unit_problem(text: str, number: str, unit_text: str, dimension: str) -> str
     return None
 
 
+_BITS = {"bit", "b"}
+
+
+def bits_note(text, dimension: str) -> str | None:
+    """``"400 Gb/s"`` → ``"'400 Gb/s' is read as 50 GB/s (8 bits to a byte)"``: a size or
+    bandwidth written in bits, shown converted; None for anything else."""
+    if not isinstance(text, str):
+        return None
+    m = _NUMBER.match(text)
+    if not m or not m.group(2):
+        return None
+    reg = ureg()
+    in_bits = False
+    for word in _WORD.findall(m.group(2)):
+        try:
+            in_bits |= any(unit == "bit" for _, unit, _ in reg.parse_unit_name(word))
+        except Exception:
+            return None
+    if not in_bits:
+        return None
+    try:
+        value = parse(text, dimension)
+    except SpecError:
+        return None
+    return f"{text!r} is read as {fmt(value, dimension)} (8 bits to a byte)"
+
+
+def bit_notes(data, path: str = "") -> list[tuple[str, str]]:
+    """(key path, note) for every size or bandwidth a raw TOML table writes in bits."""
+    out = []
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for key, value in items:
+        sub = (f"{path}.{key}" if path else str(key)) if isinstance(data, dict) \
+            else f"{path}[{key}]"
+        if isinstance(value, dict | list):
+            out += bit_notes(value, sub)
+            continue
+        note = bits_note(value, "bandwidth") or bits_note(value, "bytes")
+        if note:
+            out.append((sub, note))
+    return out
+
+
 def prefix_fix(text, dimension: str, accept) -> str | None:
     """The spelling of ``text`` with one unit prefix in the other case (``Ms`` → ``ms``,
     ``mB`` → ``MB``) whose value ``accept`` takes, or None: what a value outside its

@@ -56,6 +56,15 @@ def test_serve_refuses_an_output_of_1e8_tokens_before_allocating_its_steps():
         roofkit.serve(W, D, input_len=bounds.MAX_TOKENS, output_len=2)
 
 
+def test_a_simulation_of_1e8_requests_is_refused_not_run_for_days():
+    with pytest.raises(ArgumentError, match=r"requests must be at most 1,048,576 .*MAX_REQUESTS"):
+        roofkit.simulate(W, D, rate=10, requests=10**8)
+    with pytest.raises(ArgumentError, match=r"concurrency must be at most .*MAX_BATCH"):
+        roofkit.simulate(W, D, concurrency=10**8)
+    with pytest.raises(ArgumentError, match="requests must be a whole number >= 1"):
+        roofkit.simulate(W, D, rate=10, requests=0)
+
+
 def test_a_count_at_its_bound_is_accepted():
     fit = roofkit.fits(W, D, seqs=bounds.MAX_BATCH, context=1)
     assert fit.fits is False and fit.seqs == bounds.MAX_BATCH

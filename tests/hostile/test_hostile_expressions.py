@@ -173,3 +173,17 @@ def test_the_public_decode_refuses_a_bad_plugin_time(bad):
     with pytest.raises(RoofkitError, match="cost model 'hostile'"):
         roofkit.decode("llama-3.1-8b", "h100-sxm", batch=1, context=100,
                        cost_model="hostile", registry=reg)
+
+
+def test_check_refuses_a_rule_that_goes_negative_on_a_workload(registry):
+    from roofkit.circuit.validate import workload_problems
+
+    tables = {**registry._tables, **registry.catalogues}
+    ops = {k: registry.catalogues["ops"][k] for k in registry.catalogues["ops"]}
+    rule = ops["linear"]
+    ops["linear"] = attrs.evolve(rule, decode=attrs.evolve(rule.decode,
+                                                           weight_bytes="0 - (k*n)*w_bytes"))
+    tables["ops"] = ops
+    problems = workload_problems(registry.workload("llama-3.1-8b"), tables)
+    assert any("op rule 'linear' decode.weight_bytes is negative" in m for _, m in problems), \
+        problems

@@ -110,3 +110,14 @@ def test_a_fifo_in_a_spec_path_does_not_hang_the_registry(tmp_path, monkeypatch)
     os.mkfifo(devices / "x.toml")
     with deadline(30), pytest.raises(SpecError, match="FIFO"):
         roofkit.build_registry(entry_points=False, spec_paths=[tmp_path / "user"])
+
+
+@posix
+@pytest.mark.parametrize("argv", [("show", "{x}"), ("decode", "llama-3.1-8b", "{x}"),
+                                  ("solve", "{x}", "h100")])
+def test_commands_given_a_fifo_answer_with_a_located_error(tmp_path, capsys, argv):
+    fifo = tmp_path / "x.toml"
+    os.mkfifo(fifo)
+    with deadline(30):
+        code, _, err = run_cli(capsys, *(a.format(x=fifo) for a in argv), plugins=False)
+    assert code == 1 and "FIFO" in err and str(fifo) in err and "Traceback" not in err

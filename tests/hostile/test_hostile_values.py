@@ -261,5 +261,14 @@ def test_scenario_count_inputs_are_bounded(registry):
     kind = registry.scenario_kinds["host_dispatch"]
     _, problems = convert_inputs(kind.cls, {"blocks": 10**40})
     assert problems and "must be in [1, 1000000000000]" in problems[0][1]
-    with pytest.raises(SpecError, match=r"dispatch: must be in \(0 s, 1e\+06 s\]"):
-        kind.cls(ops_per_block=1, dispatch="100 Ms", launch="1 us", device_time="1 us")
+    with pytest.raises(SpecError, match=r"dispatch: must be in \(0 s, 1 s\].*'10 ms'"):
+        kind.cls(ops_per_block=1, dispatch="10 Ms", launch="1 us", device_time="1 us")
+
+
+def test_an_integer_past_the_conversion_limit_is_a_located_error(registry, tmp_path):
+    source = SPECS / "workloads" / "llama-3.1-8b.toml"
+    pattern = re.compile(r"^layers = .*$", re.M)
+    problems = _load(registry, tmp_path, "workloads", source,
+                     lambda t: pattern.sub("layers = " + "9" * 5000, t, count=1))
+    assert len(problems) == 1 and problems[0].file.endswith(source.name)
+    assert "has 5000 digits" in problems[0].message and "at line" in problems[0].message

@@ -56,7 +56,7 @@ from . import expr as _expr
 from .model import RUNTIME, build_model
 from .plan import build_plan
 from .results import Estimate, Fit, Footprint, NodeCost
-from .roofline import device_roofline
+from .roofline import AUTO, device_roofline, resolve_basis
 
 #: keyword settings every estimate accepts besides its named parameters
 SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows")
@@ -105,9 +105,18 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
         raise ArgumentError(f"ssm_h_dtype must be a format name such as 'f32', got "
                             f"{shown(ssm, 80)} ({type(ssm).__name__})")
     basis = settings.get("basis", "datasheet")
-    if not isinstance(basis, str) or basis not in DEFAULT_COST_MODELS:
-        raise ArgumentError(f"basis must be one of {', '.join(DEFAULT_COST_MODELS)}, got "
-                            f"{shown(basis, 80)}")
+    if not isinstance(basis, str) or (basis not in DEFAULT_COST_MODELS and basis != AUTO):
+        raise ArgumentError(f"basis must be one of {', '.join(DEFAULT_COST_MODELS)} or "
+                            f"{AUTO!r} (calibrated where the device has a calibration, else "
+                            f"datasheet), got {shown(basis, 80)}")
+
+
+def _auto_basis(reg, device, settings: dict) -> dict:
+    """``basis="auto"``: the device's default basis (calibrated where it has a calibration,
+    else datasheet), written into the settings the result shows."""
+    if settings.get("basis") != AUTO or device is None:
+        return settings
+    return {**settings, "basis": resolve_basis(AUTO, device, reg)}
 
 
 def _ref_key(ref):
@@ -205,6 +214,7 @@ def plan(workload, device, mode="decode", precision=None, kv_cache_dtype=None,
     _check_settings(settings, call="plan", precision=precision,
                     kv_cache_dtype=kv_cache_dtype, cost_model=cost_model)
     reg = resolve(registry)
+    settings = _auto_basis(reg, device, settings)
     sections = PREFILL_SECTIONS if mode == "prefill" else DECODE_SECTIONS
     return _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, settings,
                  tp, sections)[0]
@@ -294,6 +304,7 @@ def decode(workload, device, batch=1, context=2048, precision=None, kv_cache_dty
     _check_settings(settings, call="decode", precision=precision,
                     kv_cache_dtype=kv_cache_dtype, cost_model=cost_model)
     reg = resolve(registry)
+    settings = _auto_basis(reg, device, settings)
     plan, fp, d = _plan(reg, workload, device, "decode", precision, kv_cache_dtype, cost_model,
                         settings, tp)
     b = _as_count("batch", batch, 1)
@@ -318,6 +329,7 @@ def prefill(workload, device, tokens=2048, seqs=1, precision=None, kv_cache_dtyp
     if not isinstance(head, bool | np.bool_):
         raise ArgumentError(f"head must be True or False, got {shown(head, 80)}")
     reg = resolve(registry)
+    settings = _auto_basis(reg, device, settings)
     sections = PREFILL_HEAD_SECTIONS if head else PREFILL_SECTIONS
     plan, fp, d = _plan(reg, workload, device, "prefill", precision, kv_cache_dtype,
                         cost_model, settings, tp, sections)
@@ -338,6 +350,7 @@ def footprint(workload, device=None, precision=None, kv_cache_dtype=None, regist
     """
     _check_settings(settings, call="footprint", precision=precision, kv_cache_dtype=kv_cache_dtype)
     reg = resolve(registry)
+    settings = _auto_basis(reg, device, settings)
     workload, device = _by_file(reg, workload, device)
     w = reg.workload(workload)
     key = ("circuit-footprint", _ref_key(workload), None if device is None else
@@ -442,6 +455,7 @@ def fits(workload, device, seqs=1, context=2048, precision=None, kv_cache_dtype=
     with ``conv_windows=True`` (the reference leaves them out)."""
     _check_settings(settings, call="fits", precision=precision, kv_cache_dtype=kv_cache_dtype)
     reg = resolve(registry)
+    settings = _auto_basis(reg, device, settings)
     s = _as_count("seqs", seqs, 1)
     c = _as_count("context", context, 0)
     fp = footprint(workload, device, precision=precision, kv_cache_dtype=kv_cache_dtype,

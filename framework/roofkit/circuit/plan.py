@@ -231,19 +231,20 @@ def _cost_problem(model: Model, n: Node, rule, mode: str, scalar) -> SpecError |
             if not _real(v):
                 return SpecError(
                     f"{model.workload.name}: node {n.id!r}, op rule {rule.name!r} "
-                    f"{mode}.{field} is {v!r} at rows={rows:g}, context={context:g}, "
+                    f"{mode}.{field} gives {v!r} at rows={rows:g}, context={context:g}, "
                     f"seqs={seqs:g}; a cost is a finite number >= 0: fix the rule or the "
                     "workload's dims")
     return None
 
 
 def _timer_problem(cost_model, origin: str, n: Node, probe, peak, bandwidth, launch,
-                   timer) -> PluginError | None:
+                   timer, arrays: bool = True) -> PluginError | None:
     """A PluginError when the cost model's time for node ``n`` at the probe costs ``probe``
-    (flops, bytes, gemms) is not a finite non-negative number, on floats and on arrays."""
+    (flops, bytes, gemms) is not a finite non-negative number, on floats (and on arrays
+    when ``arrays``)."""
     flops, nbytes, gemms = probe
     who = f"cost model {cost_model.name!r}" + (f" of plugin {origin!r}" if origin else "")
-    for vec in (False, True):
+    for vec in (False, True) if arrays else (False,):
         f, b, g = (np.array([flops, flops]), np.array([nbytes, nbytes]),
                    np.array([gemms, gemms])) if vec else (flops, nbytes, gemms)
         try:
@@ -278,7 +279,9 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
     refused (SpecError naming the workload, node and rule); the cost model's time is checked
     once per node on those costs (PluginError naming it and ``origin``, its plugin)."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        from ..errors import ArgumentError, shown
+
+        raise ArgumentError(f"mode must be one of {', '.join(MODES)}, got {shown(mode, 80)}")
     fm = model.formats
     notes: dict[str, None] = {}
     fallbacks: dict[str, None] = {}
@@ -323,7 +326,7 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
             probe = None
         if probe is not None:
             bad = _timer_problem(cost_model, origin, n, probe, peak, roofline.bandwidth,
-                                 roofline.launch, timer)
+                                 roofline.launch, timer, arrays=not nodes)
             if bad is not None:
                 raise bad
         link = not (_is_zero(trees[-2]) and _is_zero(trees[-1]))

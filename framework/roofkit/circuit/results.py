@@ -309,7 +309,9 @@ class Estimate(Result):
     def by(self, key: str = "node") -> list[NodeCost]:
         """Rows grouped by ``node``, ``op`` or ``section``, sorted by time, longest first."""
         if key not in ("node", "op", "section"):
-            raise ValueError(f"group by node, op or section, not {key!r}")
+            from ..errors import ArgumentError, shown
+
+            raise ArgumentError(f"group by node, op or section, not {shown(key, 80)}")
         if key == "node":
             rows = list(self.rows)
         else:

@@ -217,6 +217,21 @@ def _measured_link(cal, device) -> LinkModel:
     return LinkModel(models, "calibrated")
 
 
+#: the basis that names the default rule: :func:`default_basis` of the device
+AUTO = "auto"
+
+
+def resolve_basis(basis, device, registry=None) -> str:
+    """``basis`` itself, or for ``"auto"`` (or None) the :func:`default_basis` of ``device``
+    (a name, path or spec)."""
+    if basis not in (None, AUTO):
+        return basis
+    from ..registry import resolve
+
+    reg = resolve(registry)
+    return default_basis(reg.device(device), reg)
+
+
 def default_basis(device, registry=None) -> str:
     """The one default rule of every command: ``calibrated`` where ``device`` has measured
     constants in ``specs/calibration/``, else ``datasheet``."""

@@ -77,6 +77,7 @@ def workload_problems(workload, tables) -> list[tuple[str, str]]:
         return []  # an unknown op kind: the template's own check reports it
     zero = sorted(k for k, v in workload.dims.items() if v == 0)
     hint = f" (dims at 0: {', '.join(zero)})" if zero else ""
+    before = len(out)
     for n in circuit.nodes:
         rule = rules.get(n.op.lower())
         if rule is None:
@@ -87,7 +88,81 @@ def workload_problems(workload, tables) -> list[tuple[str, str]]:
             out.append(("dims", f"node {n.id!r}: op rule {rule.name!r} {field} {why} with "
                         f"this workload's dims{hint}; fix the dims it reads "
                         f"({', '.join(f'{k} = {v:g}' for k, v in sorted(n.dims.items()))})"))
+    if len(out) == before:
+        out += [(k, m) for k, m, bad in _params_checks(workload, circuit, rules) if bad]
     return out
+
+
+#: how far the derived parameter count may stray from ``[published] params``: past the first
+#: ``check`` warns, past the second the spec is refused (the dims are then likely wrong)
+PARAMS_WARN, PARAMS_ERROR = 0.02, 0.10
+
+
+def _node_params(rule, env) -> float | None:
+    """``memory.params`` of one node (its lets evaluated first); None when it fails."""
+    env = dict(env)
+    try:
+        for k, text in rule.let.items():
+            env[k] = _expr.parse(text)(env)
+        v = _expr.parse(rule.memory.params)(env)
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
+    return None if isinstance(v, complex) or not math.isfinite(v) else float(v)
+
+
+def computed_params(circuit, rules) -> float | None:
+    """Parameters stored by a lowered circuit: every node's ``memory.params`` times its
+    count, a tied node (the head sharing the embedding) and the draft section left out."""
+    total = 0.0
+    for n in circuit.nodes:
+        rule = rules.get(n.op.lower())
+        if rule is None:
+            return None
+        if n.tied_to or n.section == "draft":
+            continue
+        v = _node_params(rule, {**n.dims, **_PROBE})
+        if v is None:
+            return None
+        total += v * n.count
+    return total
+
+
+def _params_checks(workload, circuit, rules) -> list[tuple[str, str, bool]]:
+    """(key, message, is an error) when the derived parameter count strays from the
+    published one by more than :data:`PARAMS_WARN`; an error past :data:`PARAMS_ERROR`."""
+    published = workload.published.params
+    if not published:
+        return []
+    computed = computed_params(circuit, rules)
+    if computed is None:
+        return []
+    dev = computed / published - 1.0
+    if abs(dev) <= PARAMS_WARN:
+        return []
+    bad = abs(dev) > PARAMS_ERROR
+    limit = PARAMS_ERROR if bad else PARAMS_WARN
+    return [("published.params", (
+        f"the dims give {computed / 1e9:.4g}B parameters, {dev:+.1%} from [published] params "
+        f"{published / 1e9:.4g}B (over the {limit:.0%} "
+        f"{'limit' if bad else 'warning threshold'}); check the dims against the model's "
+        "config, or the published figure"), bad)]
+
+
+def workload_warnings(workload, tables) -> list[tuple[str, str]]:
+    """``check``'s warnings for a template workload: a derived parameter count more than
+    :data:`PARAMS_WARN` (and at most :data:`PARAMS_ERROR`) from the published one."""
+    circuits, kinds, rules = _tables(tables)
+    base = circuits.get(str(workload.template).lower())
+    if base is None:
+        return []
+    try:
+        template = merged(base, circuits)
+        if dim_problems(template, workload.dims):
+            return []
+        circuit = lower(workload, template, rules, kinds, _ProbeFormats(), 1)
+    except (TemplateError, KeyError, AttributeError):
+        return []
+    return [(k, m) for k, m, bad in _params_checks(workload, circuit, rules) if not bad]
 
 
 def _risky(text) -> bool:
@@ -96,13 +171,27 @@ def _risky(text) -> bool:
     return isinstance(text, str) and ("/" in text or "**" in text)
 
 
+def _signed(text) -> bool:
+    """Whether an expression can go negative on nonnegative dims: it subtracts or negates
+    (sums, products, min, max, ceil and powers of nonnegative numbers cannot)."""
+    return (isinstance(text, str) and "-" in text) or (isinstance(text, int | float) and text < 0)
+
+
 def _rule_problem(rule, env) -> tuple[str, str] | None:
-    """(field, why) of the first field of ``rule`` that fails or is not a finite number.
+    """(field, why) of the first field of ``rule`` that fails, is not a finite number, or
+    (a cost or memory field) is negative.
 
     Every ``let`` is evaluated (later fields read them); of the memory and cost fields only
-    those that divide or raise to a power, the only ones finite dims can make fail.
+    those that divide, raise to a power or subtract, the only ones finite nonnegative dims
+    can make fail or go negative.
     """
     env = dict(env)
+
+    def cost(field, text):
+        why = value(field, text)
+        if why is None and env.get(field, 0) < 0:
+            return f"is negative ({env[field]:g}): a cost or size is >= 0"
+        return why
 
     def value(field, text):
         try:
@@ -124,8 +213,8 @@ def _rule_problem(rule, env) -> tuple[str, str] | None:
             return f"let.{k}", why
     for f in MEMORY_FIELDS:
         text = getattr(rule.memory, f)
-        if _risky(text):
-            why = value(f"memory.{f}", text)
+        if _risky(text) or _signed(text):
+            why = cost(f"memory.{f}", text)
             if why:
                 return f"memory.{f}", why
     base = dict(env)
@@ -141,8 +230,8 @@ def _rule_problem(rule, env) -> tuple[str, str] | None:
                 return f"{mode}.let.{k}", why
         for f in COST_FIELDS:
             text = getattr(m, f)
-            if _risky(text):
-                why = value(f"{mode}.{f}", text)
+            if _risky(text) or _signed(text):
+                why = cost(f"{mode}.{f}", text)
                 if why:
                     return f"{mode}.{f}", why
     return None

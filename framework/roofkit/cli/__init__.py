@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def machine_output(args) -> bool:
+    """Whether the command writes JSON, CSV or Markdown (then no progress bar is drawn)."""
+    return any(getattr(args, flag, False) for flag in ("json", "csv", "markdown"))
+
+
 def _wants_json(argv, args=None) -> bool:
     """Whether the command asked for ``--json`` (read from the words when parsing failed)."""
     if args is not None:
@@ -111,10 +116,12 @@ def main(argv=None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 1
+        from ..progress import allowed
         from . import common
 
         common.announce_names(args)
-        return args.func(args) or 0
+        with allowed(not machine_output(args)):
+            return args.func(args) or 0
     except BrokenPipeError:
         return 0
     except (KeyboardInterrupt, SystemExit):

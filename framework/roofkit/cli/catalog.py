@@ -93,11 +93,12 @@ UNITS_LEGEND = ("units: B = byte = 8 bits (b); sizes and bandwidths are in bytes
 def _cluster_named(reg, name: str):
     """The cluster ``show`` means: a cluster key, a cluster TOML, an ``NxDEVICE``, or a
     cluster alias that is not also a device's name (None: show a device)."""
+    from ..files import read_spec_bytes
     from ..fleet.cluster import parse_ad_hoc
 
     key = name.strip().lower()
-    if key in reg.clusters._entries or (name.endswith(".toml") and "scale_up" in
-                                        Path(name).read_text(encoding="utf-8", errors="ignore")):
+    if key in reg.clusters._entries or (name.endswith(".toml") and
+                                        b"scale_up" in read_spec_bytes(name)):
         return reg.cluster(name)
     if name in reg.devices:
         return None
@@ -147,31 +148,59 @@ def cmd_show(args) -> int:
     print("sources:")
     for k, url in d.sources.items():
         print(f"  {k}: {url}")
+    for _, key, note in _bit_notes([data["origin"]]) if Path(data["origin"]).is_file() else ():
+        print(f"note: {key} {note}")
     return 0
 
 
 def cmd_check(args) -> int:
-    from ..catalogue import check_paths
-    from ..errors import SpecError
-    from ..registry import build_registry
+    from ..registry import check_specs
 
-    try:
-        reg = common.registry(args)
-    except SpecError:  # a broken catalogue must not stop checking the files given
-        reg = build_registry(entry_points=not args.no_plugins, specs=False)
-    tables = {**reg._tables, **reg.catalogues}
-    n, problems = check_paths(args.paths, reg.converter, tables)
+    # the files are checked against the catalogue they would join (plugin spec dirs,
+    # --spec-path, ROOFKIT_SPEC_PATH), whether or not it loads as it stands
+    n, problems, warnings = check_specs(args.paths, entry_points=not args.no_plugins,
+                                        spec_paths=args.spec_path or ())
+    notes = _bit_notes(args.paths)
     if args.json:
         common.print_json({"files": n, "count": len(problems),
-                           "problems": [p.to_dict() for p in problems]})
+                           "problems": [p.to_dict() for p in problems],
+                           "warnings": [w.to_dict() for w in warnings],
+                           "notes": [{"file": f, "key": k, "message": m} for f, k, m in notes]})
         return 1 if problems else 0
+    for file, key, message in notes:
+        print(f"note: {message} @ {file}:{key}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) in {n} file(s)", file=sys.stderr)
         return 1
-    print(f"{n} spec file(s) OK")
+    print(f"{n} spec file(s) OK" + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0
+
+
+def _bit_notes(paths) -> list[tuple[str, str, str]]:
+    """(file, key path, note) for every figure the files under ``paths`` write in bits, so
+    ``check`` shows what it read ("'400 Gb/s' is read as 50 GB/s")."""
+    from ..catalogue import files_of
+    from ..errors import SpecError
+    from ..loader import read_toml
+
+    out = []
+    for raw in paths:
+        try:
+            files = files_of(raw)[0]
+        except SpecError:
+            continue
+        for _, file in files:
+            try:
+                data = read_toml(file)
+            except SpecError:
+                continue
+            out += [(str(file), key, note) for key, note in units.bit_notes(data)
+                    if not key.startswith("provenance.")]
+    return out
 
 
 def cmd_plugins(args) -> int:

@@ -10,6 +10,7 @@ LM head); ``fit`` whether S sequences of N tokens fit in usable memory, and by h
 from __future__ import annotations
 
 from .. import units
+from ..results import sig
 from . import common
 
 
@@ -26,8 +27,10 @@ def _common(p, *, costed: bool = True) -> None:
                         "(Mamba states are f32 whatever it says)")
     p.add_argument("--format", dest="formats", action="append", default=[], metavar="ROLE=FMT",
                    help="a role's format, e.g. experts=nvfp4 or activations=fp8 (repeatable)")
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="datasheet",
-                   help="device constants: datasheet ceilings or measured achievable values")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default=None,
+                   help="device constants: datasheet ceilings or measured achievable values "
+                        "(default: calibrated where the device has a calibration, else "
+                        "datasheet)")
     p.add_argument("--tp", type=int, default=1,
                    help="tensor-parallel devices of one node; figures are one device's "
                         "(default 1)")
@@ -75,7 +78,9 @@ def register(sub) -> None:
 
 
 def _settings(args) -> dict:
-    out = {"basis": args.basis, "tp": args.tp}
+    from ..errors import ArgumentError, shown
+
+    out = {"basis": args.basis or "auto", "tp": args.tp}
     if args.conv_windows:
         out["conv_windows"] = True
     if args.ssm_dtype:
@@ -85,9 +90,10 @@ def _settings(args) -> dict:
         for item in args.formats:
             role, sep, fmt = item.partition("=")
             if not sep or not role.strip() or not fmt.strip():
-                raise ValueError(f"--format takes ROLE=FORMAT (e.g. experts=nvfp4), got {item!r}")
+                raise ArgumentError(f"--format takes ROLE=FORMAT (e.g. experts=nvfp4), got "
+                                    f"{shown(item, 80)}")
             if role.strip() in table:
-                raise ValueError(f"--format names role {role.strip()!r} twice")
+                raise ArgumentError(f"--format names role {shown(role.strip(), 80)} twice")
             table[role.strip()] = fmt.strip()
         out["formats"] = table
     return out
@@ -142,8 +148,9 @@ def _print_estimate(est, args, header: str) -> None:
     keys = _KEYS[args.by]
     table = [[getattr(r, attr) for _, attr in keys] +
              [r.count, units.fmt(r.flops, "compute"), units.fmt(r.bytes, "bytes"), _t(r.time),
-              f"{100 * r.time / total:.1f}%", r.bound, r.slot] for r in shown]
+              f"{sig(100 * r.time / total, 3)}%", r.bound, r.slot] for r in shown]
     print(header)
+    print(common.basis_choice(args.basis, est.settings["basis"], est.device))
     if est.fits is False:
         print(f"DOES NOT FIT in memory: short by {units.fmt(float(-est.memory_margin), 'bytes')}"
               " (below); estimated as if it did")

@@ -213,6 +213,18 @@ def announce_names(args) -> None:
             print(f"roofkit: {note}", file=sys.stderr)
 
 
+def basis_choice(given, chosen: str, device: str) -> str:
+    """The basis line every estimating command prints: which basis, and why when it was the
+    default (calibrated where the device has a calibration, else datasheet)."""
+    if given:
+        return f"basis: {chosen} (as asked)"
+    if chosen == "calibrated":
+        return (f"basis: calibrated (the default: {device} has measured constants in "
+                "specs/calibration; --basis datasheet for the spec ceilings)")
+    return (f"basis: datasheet (the default: {device} has no calibration in "
+            "specs/calibration, so its spec ceilings are used)")
+
+
 def count(minimum: int):
     """argparse type: an integer >= ``minimum`` (``--top -1`` is refused, not read as 0)."""
     import argparse

@@ -28,6 +28,7 @@ class Command:
     help: str
     options: tuple[tuple[str, str, tuple[str, ...]], ...]  # (flag, help, choices)
     positionals: tuple[str, ...]  # catalogue folder ("devices", "workloads") or "" (a path)
+    subcommands: tuple[str, ...] = ()  # a nested level (``plot roofline``): its names
 
 
 def _options(parser) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
@@ -53,9 +54,15 @@ def commands(parser) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], list
     out = []
     for action in subs:
         for name, sub in action.choices.items():
-            pos = tuple(_NAMES.get(a.dest, "") for a in sub._actions
-                        if not a.option_strings and not isinstance(a, argparse._SubParsersAction))
-            out.append(Command(name, helps.get(name, ""), _options(sub), pos))
+            nested = [n for a in sub._actions if isinstance(a, argparse._SubParsersAction)
+                      for n in a.choices.items()]
+            parsers = [sub, *(p for _, p in nested)]
+            pos = tuple(dict.fromkeys(
+                _NAMES.get(a.dest, "") for p in parsers for a in p._actions
+                if not a.option_strings and not isinstance(a, argparse._SubParsersAction)))
+            opts = tuple({o[0]: o for p in parsers for o in _options(p)}.values())
+            out.append(Command(name, helps.get(name, ""), opts, pos,
+                               tuple(n for n, _ in nested)))
     return _options(parser), out
 
 
@@ -96,7 +103,8 @@ def bash(parser, registry=None) -> str:
                 lines.append(f"                {f}) COMPREPLY=($(compgen -W {_q(' '.join(ch))} "
                              '-- "$cur")); return;;')
             lines.append("            esac")
-        words = sorted({n for folder in c.positionals if folder for n in names[folder]})
+        words = [*c.subcommands,
+                 *sorted({n for folder in c.positionals if folder for n in names[folder]})]
         lines.append('            if [[ "$cur" == -* ]]; then')
         lines.append(f'                COMPREPLY=($(compgen -W {_q(flags)} -- "$cur"))')
         lines.append("            else")
@@ -144,7 +152,8 @@ def fish(parser, registry=None) -> str:
             extra = f" -x -a {_q(' '.join(choices))}" if choices else ""
             lines.append(f"complete -c roofkit {cond} {_fish_flag(flag)}{extra} "
                          f"-d {_q(help_)}")
-        words = sorted({n for folder in c.positionals if folder for n in names[folder]})
+        words = [*c.subcommands,
+                 *sorted({n for folder in c.positionals if folder for n in names[folder]})]
         if words:
             lines.append(f"complete -c roofkit {cond} -a {_q(' '.join(words))}")
         if "" in c.positionals:

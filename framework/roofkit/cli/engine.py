@@ -14,6 +14,7 @@ import math
 import sys
 
 from .. import units
+from ..results import sig
 from . import common
 
 
@@ -92,6 +93,8 @@ def cmd_solve(args) -> int:
         common.print_json(_finite(profile.to_dict()))
     else:
         print(profile.summary())
+        for line in _reference_note(profile, args):
+            print(line)
         print("\ntrace:")
         for line in profile.trace:
             print(f"  {line}")
@@ -101,6 +104,22 @@ def cmd_solve(args) -> int:
               file=sys.stderr)
         return 2
     return 0
+
+
+def _reference_note(profile, args) -> list[str]:
+    """What ``solve`` is and is not: the reference single-device equation (weights only, no
+    KV cache; fp16 unless -p; datasheet ceilings at a declared efficiency), and where the
+    KV-aware, calibrated answer is."""
+    lines = ["note: this is the reference single-device Engine equation on datasheet "
+             f"ceilings at a declared efficiency {args.efficiency:g}, precision "
+             f"{args.precision} (the reference's default unless -p)"]
+    if profile.sample.startswith("token"):
+        lines[0] += "; it reads the weights only, without the KV cache"
+        lines.append(f"      for the KV-aware answer: roofkit decode {args.workload} "
+                     f"{args.device} --batch {args.batch_size} --context 2048 (one step), "
+                     f"or roofkit serve {args.workload} {args.device} --batch "
+                     f"{args.batch_size} (TTFT, ITL, tokens/s; calibrated where measured)")
+    return lines
 
 
 _COLUMNS = ["hardware", "batch_size", "precision", "feasible", "latency_ms",
@@ -146,9 +165,9 @@ def cmd_sweep(args) -> int:
         return 0
     table = [[r["hardware"], r["batch_size"], r["precision"],
               r["compute_slot"] + (" (fallback)" if r["fell_back"] else ""),
-              units.fmt(r["latency_ms"] / 1e3, "time"), f"{r['throughput_per_s']:.5g}",
+              units.fmt(r["latency_ms"] / 1e3, "time"), sig(r["throughput_per_s"]),
               units.fmt(r["energy_j"], "energy"), r["bottleneck"] +
-              ("*" if r["overhead_dominated"] else ""), f"{r['mfu']:.3f}",
+              ("*" if r["overhead_dominated"] else ""), sig(r["mfu"], 3),
               "yes" if r["feasible"] else "no"] for r in flat]
     print(common.table(table, ["device", "batch", "precision", "slot", "latency",
                                "samples/s", "energy", "bound", "MFU", "fits"], "lrllrrrlrl"))

@@ -35,8 +35,17 @@ def cmd_import_hf(args) -> int:
     reg = common.registry(args)
     model = read_hf(args.path)
     workload = workload_from_hf(model, name=args.name, registry=reg)
-    text = workload_toml(model, name=args.name)
+    text = workload_toml(model, name=args.name, registry=reg)
     stats = workload_stats(workload, reg)
+    # a name or alias the catalogue already answers to: the file says it replaces that spec
+    # (without it, the file on a spec path is refused as a collision)
+    taken = sorted({reg.workloads.resolve(n) for n in (workload.name, *workload.aliases)
+                    if n in reg.workloads})
+    if taken:
+        value = f'"{taken[0]}"' if len(taken) == 1 else "[" + ", ".join(
+            f'"{t}"' for t in taken) + "]"
+        text = (f"# on a spec path this file replaces the catalogue's {', '.join(taken)}\n"
+                f"overrides = {value}\n" + text)
     where = "stdout"
     if args.output:
         out = Path(args.output)

@@ -3,6 +3,7 @@ configurations for an SLO) and ``engines`` (the engine profiles)."""
 
 from __future__ import annotations
 
+from ..results import sig
 from . import common
 
 
@@ -10,7 +11,7 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="continuous batching of a request stream simulated "
                        "step by step: TTFT, TPOT, ITL, E2E percentiles, throughput, goodput")
     p.add_argument("workload", help="workload key, alias or TOML path")
-    p.add_argument("device", help="device key, alias or TOML path")
+    p.add_argument("device", help="device or cluster key, alias, TOML path or NxDEVICE")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--concurrency", type=int, help="closed loop of C clients")
     src.add_argument("--rate", type=float, help="Poisson arrivals, requests/s")
@@ -21,6 +22,12 @@ def register(sub) -> None:
                    "normal:MEAN:STD or hist:FILE.csv (default 128)")
     p.add_argument("--output-len", default="128", help="generated tokens, as --input-len")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per replica")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (one "
+                   "node; pp virtual engines)")
+    p.add_argument("--ep", type=int, default=1, help="expert parallelism over EP ranks with "
+                   "attention data parallelism (DeepSeek-style, one node)")
+    p.add_argument("--attention-dp", type=int, default=None, help="attention data-parallel "
+                   "ranks (equal to --ep)")
     p.add_argument("--dp", type=int, default=1, help="engine replicas (requests dealt "
                    "round-robin)")
     p.add_argument("--precision", default=None, help="weight format")
@@ -36,7 +43,8 @@ def register(sub) -> None:
     p.add_argument("--disagg", default=None, metavar="P:D[,ptp=N,dtp=N,link=BW]",
                    help="disaggregated prefill and decode workers")
     p.add_argument("--spec-decode", default=None, metavar="k=N,acceptance=A[,draft=W]",
-                   help="speculative decoding (acceptance per position as 0.8/0.6/0.4)")
+                   help="speculative decoding (acceptance per position as 0.8/0.6/0.4; draft a "
+                        "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
@@ -74,7 +82,9 @@ def cmd_simulate(args) -> int:
     reg = common.registry(args)
     r = simulate(args.workload, args.device, concurrency=args.concurrency, rate=args.rate,
                  trace=args.trace, requests=args.requests, input_len=args.input_len,
-                 output_len=args.output_len, tp=args.tp, dp=args.dp, precision=args.precision,
+                 output_len=args.output_len, tp=args.tp, dp=args.dp, pp=args.pp,
+                 ep=args.ep, attention_dp=args.attention_dp,
+                 precision=args.precision,
                  kv_cache_dtype=args.kv_cache_dtype,
                  engine=None if args.engine == "none" else args.engine,
                  max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,
@@ -88,7 +98,7 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{r.workload} on {r.device}, engine {r.engine}, layout {r.layout}")
     print(f"{r.pattern}")
-    rows = [[m.upper()] + [f"{data[f'{m}_ms'][k]:.2f}" for k in ("mean", "p50", "p90", "p99")]
+    rows = [[m.upper()] + [sig(data[f"{m}_ms"][k]) for k in ("mean", "p50", "p90", "p99")]
             for m in ("ttft", "tpot", "itl", "e2e")]
     print(common.table(rows, ["ms", "mean", "p50", "p90", "p99"], "lrrrr"))
     print(f"output {r.output_tokens_per_s:.1f} tok/s ({r.output_tokens_per_s_per_device:.1f} "
@@ -120,9 +130,8 @@ def cmd_plan(args) -> int:
           + ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in r.slo.items()))
     print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
     rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
-             f"{x['ttft_ms']:.0f}", f"{x['tpot_ms']:.1f}",
-             f"{x['output_tokens_per_s_per_device']:.0f}",
-             f"{x['output_tokens_per_s_per_user']:.1f}", "*" if x["pareto"] else ""]
+             sig(x["ttft_ms"]), sig(x["tpot_ms"]), sig(x["output_tokens_per_s_per_device"]),
+             sig(x["output_tokens_per_s_per_user"]), "*" if x["pareto"] else ""]
             for x in r.rows[:args.top]]
     if rows:
         print(common.table(rows, ["device", "precision", "layout", "C", "TTFT ms", "TPOT ms",
@@ -220,4 +229,18 @@ def validate_load(args, reg) -> int:
     for c in report.cases:
         if c.reason:
             print(f"  {c.name}: {c.reason}")
+    shared = [s for s in report.independence
+              if s["cases_removed_for"] or s.get("cases_in_sample")]
+    print(f"leave-one-source-out: {len(report.independence) - len(shared)} constants "
+          "(calibrations, engine profiles) come from origins no scored load case has")
+    for s in shared:
+        print(f"  {s['constant']}: {s['statement']}")
+    from ..intervals import coverage, load_residuals
+
+    rows = load_residuals(report, reg)
+    for level in (0.8, 0.9):
+        c = coverage(rows, level, "case")
+        if c["covered"] is not None:
+            print(f"{100 * level:g}% intervals, leave one case out: cover {c['covered']:.1%} of "
+                  f"{c['cases']} load cases")
     return 0

@@ -108,13 +108,10 @@ def _result(args, reg):
     if args.picture == "sweep":
         from ..sweep import sweep
 
-        basis = args.basis
-        if args.mode != "engine" and basis is None:
-            bases = {_basis(args, reg, d) for d in args.devices}
-            basis = bases.pop() if len(bases) == 1 else None
         table = sweep(args.workload, args.devices, args.precisions, args.batch_sizes,
                       contexts=args.context, tp=args.tp, mode=args.mode,
-                      basis=basis if args.mode != "engine" else None, registry=reg)
+                      basis=(args.basis or "auto") if args.mode != "engine" else None,
+                      registry=reg)
         for cond in args.where:
             table = table.where(cond)
         if not args.include_infeasible:

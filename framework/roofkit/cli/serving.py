@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import units
+from ..results import sig
 from . import common
 
 
@@ -21,8 +22,9 @@ def register(sub) -> None:
                         "awq-int4-g128, gptq-int4-g128, q4_k_m, q8_0, q4f16_1, nf4-dq...")
     p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D",
                    help="KV-cache format (default bf16); kv_cache_dtype= in Python")
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated",
-                   help="measured achievable constants (default) or datasheet ceilings")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default=None,
+                   help="measured achievable constants or datasheet ceilings (default: "
+                        "calibrated where the device has a calibration, else datasheet)")
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
                         "time is added on the calibrated basis (vllm, tensorrt-llm-session)")
@@ -63,7 +65,7 @@ def register(sub) -> None:
 
 
 def _ms(v) -> str:
-    return "-" if v is None else f"{v:.2f} ms"
+    return "-" if v is None else f"{sig(v)} ms"
 
 
 def cmd_serve(args) -> int:
@@ -84,14 +86,16 @@ def cmd_serve(args) -> int:
     if args.max_load:
         est = max_load(args.workload, args.device, input_len=args.input_len,
                        output_len=args.output_len, tp=args.tp, precision=args.precision,
-                       kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
+                       kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
+                       registry=reg,
                        engine=args.engine, max_requests=args.max_requests,
                        admission=args.admission or "grow")
     else:
         est = serve(args.workload, args.device, batch=1 if args.batch is None else args.batch,
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
-                    kv_cache_dtype=args.kv_cache_dtype, basis=args.basis, registry=reg,
+                    kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
+                    registry=reg,
                     engine=args.engine)
     from ..intervals import check_level
 
@@ -109,11 +113,11 @@ def cmd_serve(args) -> int:
         ["inter-token latency (mean)", _ms(data["itl_ms"])],
         ["  first / last step", f"{_ms(data['itl_first_ms'])} / {_ms(data['itl_last_ms'])}"],
         ["end-to-end", _ms(data["e2e_ms"])],
-        ["output tokens/s", f"{data['output_tokens_per_s']:.1f}"],
+        ["output tokens/s", sig(data["output_tokens_per_s"])],
         ["energy", f"{units.fmt(est.energy, 'energy')} "
          f"({units.fmt(est.energy_per_output_token, 'energy')} per output token, "
          f"all {est.tp} device{'s' if est.tp > 1 else ''})"],
-        ["host per decode step", f"{data['host']['decode_step_s'] * 1e3:.3f} ms "
+        ["host per decode step", f"{sig(data['host']['decode_step_s'] * 1e3)} ms "
          f"({data['host']['launches_per_step']} launches, counted from the circuit)"],
         ["memory per device", f"{units.fmt(est.memory_per_device, 'bytes')} of "
          f"{units.fmt(est.usable_memory, 'bytes')} usable"],
@@ -126,7 +130,9 @@ def cmd_serve(args) -> int:
         print(f"\n{100 * level:g}% intervals (out-of-sample validation residuals):")
         for name, iv in ivs.items():
             print(f"  {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} ({iv['stratum']})")
-    print(f"\nbasis: {est.basis} (cost model {est.cost_model}): {est.basis_detail}")
+    print()
+    print(common.basis_choice(args.basis, est.basis, est.device))
+    print(f"cost model {est.cost_model}: {est.basis_detail}")
     for note in est.notes:
         print(f"note: {note}")
     return _enforce_fit(args, est)
@@ -150,7 +156,7 @@ def _enforce_fit(args, est) -> int:
 def _num(v) -> str:
     if v is None:
         return "-"
-    return f"{v:.4g}"
+    return sig(v)
 
 
 def _err(v) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..registry import resolve as resolve_registry
+from ..results import Headline, Result
 from .cluster import with_devices
 from .collectives import topology
 from .layout import Layout, check_layout, describe_placement
@@ -42,7 +43,7 @@ def costing(cluster, basis: str, registry, algorithm=None) -> tuple[Costing, str
 
 
 @attrs.frozen
-class TrainingEstimate:
+class TrainingEstimate(Result):
     """One training layout's step. Floats inside; Quantities on the public properties."""
 
     workload: str
@@ -61,6 +62,25 @@ class TrainingEstimate:
     plugin_set: tuple = ()
     energy_per_step_j: float | None = None
     cost_per_step_usd: float | None = None
+
+    HEADLINE = (
+        Headline("step_time", "s", "step_time_s"),
+        Headline("tokens_per_s", "token/s", "tokens_per_s"),
+        Headline("mfu", "", "mfu"),
+        Headline("hfu", "", "hfu"),
+        Headline("memory_per_device", "B", "memory_per_device_bytes"),
+        Headline("energy_per_step", "J", "energy_per_step_j"),
+    )
+    KIND = "training estimate"
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        return tuple(self.plugin_set)
+
+    def title(self) -> str:
+        lo = self.layout
+        return (f"{self.workload} on {lo.devices} x {self.device}: tp{lo.tp} pp{lo.pp} "
+                f"dp{lo.dp} cp{lo.cp} ep{lo.ep}, {'fits' if self.fits else 'does not fit'}")
 
     @property
     def memory_per_device_bytes(self) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..circuit.formats import SPECIAL_ROLES
 from ..errors import Problem, SpecError
 from .hf_arch import TRANSFORMERS, map_config, model_type_of
 from .hf_folder import HFModel, read_hf
@@ -48,7 +49,18 @@ def _source_url(model: HFModel) -> str:
     return str(Path(model.config_file).resolve())
 
 
-def workload_table(ref, *, name: str | None = None) -> dict:
+def _template_roles(template: str, registry) -> set[str]:
+    """The weight roles the nodes of circuit template ``template`` have."""
+    from ..circuit.template import merged
+    from ..registry import resolve
+
+    circuits = resolve(registry).catalogues["circuits"]
+    if template not in circuits:
+        return set()
+    return {n.role for n in merged(circuits[template], circuits).nodes if n.role}
+
+
+def workload_table(ref, *, name: str | None = None, registry=None) -> dict:
     """The workload TOML table of a Hugging Face model (path, folder, hub id or dict)."""
     model = ref if isinstance(ref, HFModel) else read_hf(ref)
     mt = model_type_of(model.config, model.config_file)
@@ -72,7 +84,13 @@ def workload_table(ref, *, name: str | None = None) -> dict:
         if "experts" in quant.formats and draft.template not in _EXPERT_TEMPLATES:
             raise SpecError(Problem(qfile, qkey, (
                 f"{quant.source} quantizes MoE experts, but model_type {mt!r} has none")))
-        formats.update(quant.formats)
+        roles = _template_roles(draft.template, registry)
+        for role, fmt in quant.formats.items():
+            if role in SPECIAL_ROLES or role in roles or not roles:
+                formats[role] = fmt
+            else:  # kept in 16 bits by the config, but this model has no such weights
+                notes.append(f"the quantization config keeps {role} weights in {fmt}; "
+                             f"{mt} has none, so that entry is left out")
         src = "quant_config" if model.quant is not None else "config"
         provenance["formats"] = f"{src}: {quant.source.split(': ', 1)[-1]}"
         notes += quant.notes
@@ -110,7 +128,7 @@ def workload_from_hf(ref, *, name: str | None = None, registry=None):
 
     reg = resolve(registry)
     model = ref if isinstance(ref, HFModel) else read_hf(ref)
-    table = workload_table(model, name=name)
+    table = workload_table(model, name=name, registry=reg)
     kind = SPEC_KINDS["workloads"]
     obj, items = problems_of(table, kind.cls, reg.converter)
     if not items:
@@ -122,10 +140,10 @@ def workload_from_hf(ref, *, name: str | None = None, registry=None):
     return obj
 
 
-def workload_toml(ref, *, name: str | None = None) -> str:
+def workload_toml(ref, *, name: str | None = None, registry=None) -> str:
     """The workload TOML text of a Hugging Face model, ready to check in."""
     model = ref if isinstance(ref, HFModel) else read_hf(ref)
-    table = workload_table(model, name=name)
+    table = workload_table(model, name=name, registry=registry)
     return dumps(table, header=(
         f"{table['display_name']}: imported by `roofkit import-hf` from\n"
         f"{model.config_file}. Dims come from the config (see [provenance]);\n"

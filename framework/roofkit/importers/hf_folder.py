@@ -169,6 +169,14 @@ SIDE_FILES = ("hf_quant_config.json", "model.safetensors.index.json", "model.saf
 
 def _locate(ref, hub: bool = True) -> tuple[Path, Path]:
     """(folder, config.json path) that ``ref`` names, without reading them."""
+    try:
+        return _locate_path(ref, hub)
+    except OSError as exc:  # a name too long, a permission error: located, not a traceback
+        raise SpecError(Problem(str(ref), None, f"cannot look at this path: "
+                                f"{exc.strerror or exc}")) from None
+
+
+def _locate_path(ref, hub: bool) -> tuple[Path, Path]:
     text = str(ref)
     p = Path(text).expanduser()
     if not p.exists() and hub and is_hub_id(text):

@@ -1,8 +1,9 @@
 """``roofkit.plan``: the serving configurations that meet an SLO, best first.
 
-The search crosses devices x precisions x tensor parallelism x concurrency (the batch cap
-of one engine replica) x aggregated or disaggregated serving (prefill TP, decode TP and
-P:D worker counts within ``max_devices``), and screens every configuration with the
+The search crosses devices x precisions x tensor parallelism (or, for a MoE, expert
+parallelism with attention data parallelism over 2, 4 or 8 ranks) x concurrency (the batch
+cap of one engine replica or rank) x aggregated or disaggregated serving (prefill TP, decode
+TP and P:D worker counts within ``max_devices``), and screens every configuration with the
 steady state of continuous batching on the circuit's step costs, as numpy arrays over the
 concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I + O/2``:
 
@@ -75,6 +76,16 @@ class PlanResult:
 
         return pd.DataFrame(self.rows)
 
+    def _repr_html_(self) -> str:
+        cols = ("device", "precision", "layout", "concurrency", "ttft_ms", "tpot_ms",
+                "output_tokens_per_s_per_device", "output_tokens_per_s_per_user", "pareto")
+        body = "".join("<tr>" + "".join(
+            f"<td>{r[c]:.1f}</td>" if isinstance(r[c], float) else f"<td>{r[c]}</td>"
+            for c in cols) + "</tr>" for r in self.rows[:10])
+        return (f"<p><b>{self.workload}</b>: {self.evaluated} evaluated, {len(self.rows)} meet "
+                f"the SLO</p><table><tr>" + "".join(f"<th>{c}</th>" for c in cols)
+                + f"</tr>{body}</table>")
+
     def __repr__(self) -> str:
         b = self.best
         head = "none meets the SLO" if b is None else (
@@ -115,24 +126,53 @@ class Layout:
     state: float
 
 
-def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis):
-    """Screening costs of one layout over concurrencies ``C`` (see the module docstring)."""
+def _row_part(dplan, dmask, n, seqs, ep, link, dims):
+    """The row-dependent node times at ``n`` token rows; with ``ep`` ranks the routed experts
+    run for the tokens of every rank split over the ranks, plus two all-to-alls a MoE layer
+    (as :meth:`roofkit.load.steps.StepCosts._experts`)."""
+    rows = 0.0
+    for o, is_ctx in zip(dplan.run(n, 1.0, seqs), dmask, strict=True):
+        node = o[0].node
+        if node.section != "head" and not is_ctx and not (ep > 1 and node.role == "experts"):
+            rows = rows + o[3]
+    if ep > 1:
+        for o in dplan.run(n * ep, 1.0, seqs * ep):
+            if o[0].node.role == "experts" and o[0].node.section != "head":
+                rows = rows + o[3] / ep
+        layers = sum(p.count for p in dplan.nodes if p.node.op == "expert_gate_up")
+        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep / link.bandwidth
+        rows = rows + layers * 2 * ((link.latency or 0.0) + n * per_row)
+    return rows
+
+
+def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
+                 ep=1):
+    """Screening costs of one layout over concurrencies ``C`` (see the module docstring);
+    ``ep`` ranks of expert parallelism with attention data parallelism (``C`` a rank)."""
     kw = dict(precision=precision, kv_cache_dtype=kv_cache_dtype, basis=basis, tp=tp,
               registry=reg)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
     cap = usable - fp.weights
+    if ep > 1:
+        cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
     if cap <= 0:
         return None
     dplan = _circuit.plan(w, d, "decode", **kw)
     pplan = _circuit.plan(w, d, "prefill", **kw)
     dmask, pmask = _split(dplan), _split(pplan)
     Cf = np.asarray(C, dtype=float)
-    r_c, h_c, a_c = _parts(dplan.run(Cf, float(n_in + n_out // 2), Cf), dmask)
-    r_ci, _, _ = _parts(dplan.run(Cf + n_in, 1.0, Cf + 1), dmask)
+    dims = w.dims
+
+    def rows(n, seqs):
+        return _row_part(dplan, dmask, n, seqs, ep, d.interconnect, dims)
+
+    _, h_c, a_c = _parts(dplan.run(Cf, float(n_in + n_out // 2), Cf), dmask)
+    r_c = rows(Cf, Cf)
+    r_ci = rows(Cf + n_in, Cf + 1)
     h_c1 = _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1]
-    r_i, h_1, _ = _parts(dplan.run(float(n_in), 1.0, 1.0), dmask)
+    r_i = rows(float(n_in), 1.0)
     h_1 = _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1]
     a_p = _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2]
     kernels = sum(p.count for p in dplan.nodes)
@@ -150,7 +190,7 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     # a prefill worker batches as many whole prompts as its token budget holds
     budget = 8192 if spec_e is None else spec_e.limits(d)[1]
     k = max(1, budget // n_in)
-    r_k, _, _ = _parts(dplan.run(float(k * n_in), 1.0, float(k)), dmask)
+    r_k = rows(float(k * n_in), float(k))
     h_k = _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1]
     dev_k = float(r_k + h_k + k * a_p)
     host_k = host.eager[min(k, len(host.eager) - 1)]
@@ -223,6 +263,34 @@ def plan_group(item) -> dict:
                 continue
             rows.append(_row(device, precision, "aggregated", f"TP{tp}", tp, int(c), ttft[i],
                              tpot[i], tok[i] / tp, 1.0 / tpot[i], tp))
+    experts = w.template and _circuit.footprint(w, d, precision=precision, registry=reg,
+                                                  basis=basis).weights_by_role.get("experts")
+    for ep in TPS[1:] if experts else ():
+        if ep > max_devices or ep not in _tps(d, max_devices):
+            refuse(f"ep {ep} beyond {d.name}'s interconnect or the device budget", len(C))
+            evaluated += len(C)
+            continue
+        try:
+            lay = layout_costs(reg, w, d, precision, 1, n_in, n_out, conc, engine, kv_dtype,
+                               basis, ep=ep)
+        except (SpecError, OOMError, ValueError) as exc:
+            refuse(f"not costed: {exc}".split("\n")[0][:120], len(C))
+            evaluated += len(C)
+            continue
+        evaluated += len(C)
+        if lay is None:
+            refuse("weights do not fit", len(C))
+            continue
+        tpot = lay.t_dec + C * lay.x / n_out
+        ttft = lay.t_dec + lay.x
+        for i, c in enumerate(conc):
+            why = _miss(lay.kv_ok[i], ttft[i], tpot[i], slo)
+            if why:
+                refuse(why)
+                continue
+            rows.append(_row(device, precision, "aggregated", f"EP{ep} attention-DP{ep}", 1,
+                             int(c), ttft[i], tpot[i], c / tpot[i], 1.0 / tpot[i], ep))
+            rows[-1]["ep"] = ep
     if disagg and lays:
         bw, lat = _kv_link(d)
         for ptp, pl in lays.items():
@@ -342,7 +410,9 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
         verified.append(_verify(reg, w, r, input_len, output_len, slo, engine, kv_cache_dtype,
                                 basis))
     notes = ("screening: steady-state continuous batching on the circuit's step costs "
-             "(module roofkit.load.plan); percentiles of the verified rows are simulated",
+             "(module roofkit.load.plan), arrivals spread evenly over a request's life; "
+             "percentiles of the verified rows are simulated with a closed loop whose "
+             "clients all start at once, so their TTFT includes the queue of each round",
              f"engine profile: {engine or 'none'}")
     return PlanResult(workload=w.name, slo=slo, input_len=int(input_len),
                       output_len=int(output_len), rows=rows, refused=refused,
@@ -355,14 +425,18 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
     c = r["concurrency"]
     kw = dict(input_len=n_in, output_len=n_out, precision=r["precision"], kv_cache_dtype=kv_dtype,
               engine=engine, slo=slo, basis=basis, registry=reg)
-    if r["mode"] == "aggregated":
-        sim = simulate(w, r["device"], concurrency=c, requests=max(10 * c, 64), tp=r["tp"],
+    if r.get("ep"):
+        total = c * r["ep"]
+        sim = simulate(w, r["device"], concurrency=total, requests=max(5 * total, 64),
+                       ep=r["ep"], **kw)
+    elif r["mode"] == "aggregated":
+        sim = simulate(w, r["device"], concurrency=c, requests=max(5 * c, 64), tp=r["tp"],
                        **kw)
     else:
         dis = Disagg(r["prefill_workers"], r["decode_workers"], r["prefill_tp"],
                      r["decode_tp"])
         total = c * r["decode_workers"]
-        sim = simulate(w, r["device"], concurrency=total, requests=max(10 * total, 64),
+        sim = simulate(w, r["device"], concurrency=total, requests=max(5 * total, 64),
                        disagg=dis, **kw)
     return {**{k: r[k] for k in ("device", "precision", "mode", "layout", "concurrency")},
             "simulated": {k: sim.to_dict()[k] for k in (

@@ -164,11 +164,11 @@ def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=
     if trace is not None:
         return read_trace(trace)
     rng = np.random.default_rng(seed)
+    if concurrency is not None:
+        _count("concurrency", concurrency)
     if requests is None:
         requests = max(8 * concurrency, 200) if concurrency else 1000
-    n = int(requests)
-    if n < 1:
-        raise RoofkitError(f"requests must be >= 1, got {requests!r}")
+    n = _count("requests", requests)
     li, lo = lengths(input_len), lengths(output_len)
     inp = li.sample(rng, n)
     out = lo.sample(rng, n)
@@ -185,6 +185,20 @@ def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=
     return Stream(inp, out, arrival, None, float(rate),
                   f"Poisson arrivals at {rate:g} requests/s, {n} requests, input "
                   f"{li.describe()}, output {lo.describe()}")
+
+
+def _count(name: str, value) -> int:
+    """A whole number >= 1 within its bound (:mod:`roofkit.bounds`): 10**8 requests are
+    refused, not simulated for days."""
+    from .. import bounds
+    from ..errors import ArgumentError, shown
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer | float) or \
+            (isinstance(value, float) and not value.is_integer()):
+        raise ArgumentError(f"{name} must be a whole number >= 1, got {shown(value, 80)}")
+    if value < 1:
+        raise ArgumentError(f"{name} must be a whole number >= 1, got {shown(value, 80)}")
+    return bounds.check_int(name, int(value))
 
 
 def read_trace(path) -> Stream:

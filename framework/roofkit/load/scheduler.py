@@ -72,7 +72,6 @@ class Trace:
     step_seqs: np.ndarray  # sequences in each step
     step_tokens: np.ndarray  # token rows of each step
     step_kv: np.ndarray  # KV bytes held after each step
-    step_device: np.ndarray
     preemptions: int
     host_batches: tuple[int, int]  # the smallest and largest sequence count of any step
     prefill_tokens: int
@@ -113,6 +112,11 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     draft = cfg.draft_time
     dev_time = costs.device_time
     dec_time = costs.decode_time
+    attn = costs.attn_decode
+    dense = attn.dense
+    attn_rows = [np.asarray(row) for row in attn.t[:dense + 1]]
+    ctx_grid = np.asarray(costs.ctx_grid, dtype=float)
+    fixed_of = costs.decode_fixed
     pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:
@@ -148,7 +152,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     prefill_tokens = 0
     done = 0
     gaps, gap_w = [], []
-    ends, times, seqs_l, toks_l, kv_l, devs = [], [], [], [], [], []
+    ends, times, seqs_l, toks_l, kv_l = [], [], [], [], []
     lo_b, hi_b = 10**9, 0
     stall = 0.0
     joined_in_stall = 0
@@ -190,6 +194,45 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 sum_ctx += ctx0
                 heapq.heappush(heap, (D + math.ceil(remaining[rid] / E), rid, version[rid]))
                 running_order.append(rid)
+            chunks = []
+            decode_rows = n_dec
+        elif not waiting and not prefilling:
+            # only decoding: until the next finish, arrival or KV overflow nothing changes
+            # but the contexts, so a run of steps is costed at once
+            if draft is None and stall == 0.0 and n_dec <= dense and heap:
+                m = heap[0][0] - D - 1
+                if not reserve and b_tok > 0:
+                    m = min(m, int((cap - kv_used) // (b_tok * n_dec * E)))
+                if m >= 2:
+                    nd = n_dec
+                    pad = pad_of[nd] if nd < len(pad_of) else None
+                    b = nd if nd < len(eager) else len(eager) - 1
+                    h = graph[b] if pad is not None else eager[b]
+                    c = (sum_ctx + np.arange(m) * (nd * E)) / nd
+                    dev = fixed_of[nd if pad is None else pad] + np.interp(c, ctx_grid,
+                                                                           attn_rows[nd])
+                    dts = np.maximum(dev, h) if overlap else dev + h
+                    end = t + np.cumsum(dts)
+                    if next_req < n:
+                        # a step may start only before the next arrival
+                        m = min(m, 1 + int(np.searchsorted(end[:m - 1], arrival[next_req])))
+                        end, dts = end[:m], dts[:m]
+                    if m >= 2:
+                        t = float(end[-1])
+                        D += m
+                        sum_ctx += m * nd * E
+                        kv0 = kv_used
+                        if not reserve:
+                            kv_used += m * b_tok * nd * E
+                        gaps.extend((dts / E).tolist())
+                        gap_w.extend([nd * E] * m)
+                        ends.extend(end.tolist())
+                        times.extend(dts.tolist())
+                        seqs_l.extend([nd] * m)
+                        toks_l.extend([nd * verify] * m)
+                        kv_l.extend((kv0 + np.arange(1, m + 1) * (0.0 if reserve else
+                                                                   b_tok * nd * E)).tolist())
+                        continue
             chunks = []
             decode_rows = n_dec
         else:
@@ -276,8 +319,6 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             b = len(eager) - 1
         h = graph[b] if pad is not None else eager[b]
         dt = max(dev, h) if overlap else dev + h
-        lo_b = min(lo_b, b)
-        hi_b = max(hi_b, b)
         t += dt
 
         # prompts advanced by this step
@@ -367,8 +408,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         seqs_l.append(b)
         toks_l.append(decode_rows * verify + step_prefill)
         kv_l.append(kv_used)
-        devs.append(dev)
 
+    if seqs_l:
+        lo_b, hi_b = min(seqs_l), max(seqs_l)
     if cfg.decode_only:
         first = [a for a in arrival]  # the first token came from the prefill pool
     return Trace(
@@ -376,7 +418,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         input_len=np.asarray(inp), output_len=np.asarray(out), itl=np.asarray(gaps),
         itl_weight=np.asarray(gap_w), step_end=np.asarray(ends), step_time=np.asarray(times),
         step_seqs=np.asarray(seqs_l), step_tokens=np.asarray(toks_l),
-        step_kv=np.asarray(kv_l), step_device=np.asarray(devs), preemptions=preempt,
+        step_kv=np.asarray(kv_l), preemptions=preempt,
         host_batches=(lo_b if hi_b else 0, hi_b), prefill_tokens=prefill_tokens)
 
 

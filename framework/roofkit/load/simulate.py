@@ -24,7 +24,9 @@ import numpy as np
 from ..circuit import api as _circuit
 from ..errors import RoofkitError, SpecError
 from ..registry import resolve
+from ..results import Headline, Result
 from . import requests as _requests
+from .fabric import fabric_of
 from .host import host_table
 from .scheduler import EngineConfig, run
 from .steps import StepCosts
@@ -38,8 +40,9 @@ BARE = dict(max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
 @attrs.frozen
 class SpecDecode:
     """Speculative decoding: ``k`` drafted tokens a step, ``acceptance`` one rate for every
-    position or one per position, ``draft`` a workload that proposes them (None: a draft
-    that costs nothing, e.g. n-gram lookup)."""
+    position or one per position, ``draft`` a workload that proposes them, ``"mtp"`` for
+    the workload's own multi-token-prediction modules (its circuit's draft section), or None
+    (a draft that costs nothing, e.g. n-gram lookup)."""
 
     k: int
     acceptance: float | tuple = 0.0
@@ -170,7 +173,7 @@ def _stats(x: np.ndarray, w: np.ndarray | None = None) -> dict[str, float]:
 
 
 @attrs.frozen(eq=False)
-class LoadEstimate:
+class LoadEstimate(Result):
     """Serving under load: latency distributions, throughput, goodput, batch and KV use."""
 
     workload: str
@@ -201,6 +204,43 @@ class LoadEstimate:
     per_request: dict  # arrival, ttft, tpot, e2e arrays (s)
     pd_ratio: float | None = None
     plugins: tuple[str, ...] = ()
+    device_class: str = ""  # vendor and category, the stratum of its intervals
+    inside: bool = False  # its device's bandwidth is measured (the intervals' range)
+
+    #: the figures that carry an interval: (key, the mean of which table or attribute)
+    INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
+
+    def intervals(self, level: float = 0.8) -> dict:
+        """Per headline figure (the mean latencies, the throughput) its prediction interval
+        from the load cases' out-of-sample residuals (:mod:`roofkit.intervals`)."""
+        from ..intervals import engine_family, interval, table
+
+        rows, out = table(), {}
+        for key in self.INTERVALS:
+            v = (self.output_tokens_per_s if key == "output_tokens_per_s" else
+                 getattr(self, key.removesuffix("_ms"))["mean"] * 1e3)
+            if not math.isfinite(v):
+                continue
+            iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
+                          device_class=self.device_class,
+                          inside=self.inside and self.basis.startswith("measured"),
+                          level=level)
+            if iv is not None:
+                out[key] = iv
+        return out
+
+    HEADLINE = (
+        *(Headline(f"{m}_{q}", "ms", (lambda r, m=m, q=q: getattr(r, m)[q] * 1e3))
+          for m in ("ttft", "tpot") for q in ("p50", "p90")),
+        Headline("output_tokens_per_s", "token/s", "output_tokens_per_s"),
+        Headline("requests_per_s", "1/s", "requests_per_s"),
+        Headline("goodput", "1/s", "goodput", key_name="goodput"),
+        Headline("kv_peak_fraction", "", "kv_peak_fraction"),
+    )
+    KIND = "load estimate"
+
+    def title(self) -> str:
+        return f"{self.workload} on {self.device}, {self.engine}: {self.requests} requests"
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -229,11 +269,12 @@ class LoadEstimate:
 
         return Q(getattr(self, metric)[stat] * 1e3, "ms")
 
-    def to_dict(self) -> dict:
+    def to_dict(self, level: float = 0.8) -> dict:
         def ms(d):
             return {k: d[k] * 1e3 for k in STATS}
 
         out = {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "device": self.device, "engine": self.engine,
             "layout": dict(self.layout), "pattern": self.pattern,
             "ttft_ms": ms(self.ttft), "tpot_ms": ms(self.tpot), "itl_ms": ms(self.itl),
@@ -249,6 +290,8 @@ class LoadEstimate:
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
+            **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
+            "timeline": self.timeline_samples(),
         }
         if self.slo:
             out["slo"] = {k: v * 1e3 for k, v in self.slo.items()}
@@ -260,10 +303,29 @@ class LoadEstimate:
             out["pd_ratio"] = self.pd_ratio
         return out
 
+    def timeline_samples(self, points: int = 200) -> dict:
+        """Batch (sequences in a step) and KV use over time, at most ``points`` steps evenly
+        spaced (the first replica), as plain lists."""
+        t = self.timeline["time_s"]
+        idx = np.unique(np.linspace(0, len(t) - 1, min(points, len(t))).astype(int)) \
+            if len(t) else np.zeros(0, dtype=int)
+        return {"time_s": t[idx].tolist(), "batch": self.timeline["batch"][idx].tolist(),
+                "kv_fraction": self.timeline["kv_fraction"][idx].tolist()}
+
     def to_pandas(self):
         import pandas as pd
 
         return pd.DataFrame({k: v for k, v in self.per_request.items()})
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th>{m.upper()}</th>" + "".join(f"<td>{getattr(self, m)[k] * 1e3:.2f}</td>"
+                                                  for k in STATS) + "</tr>"
+            for m in ("ttft", "tpot", "itl", "e2e"))
+        return (f"<p><b>{self.workload}</b> on {self.device}, {self.engine}, {self.layout}: "
+                f"{self.output_tokens_per_s:.0f} output tok/s, {self.requests_per_s:.2f} "
+                f"req/s</p><table><tr><th>ms</th>"
+                + "".join(f"<th>{k}</th>" for k in STATS) + f"</tr>{rows}</table>")
 
     def __repr__(self) -> str:
         return (f"LoadEstimate({self.workload} on {self.device}, {self.engine}: TTFT p50 "
@@ -290,7 +352,7 @@ def _engine_spec(reg, engine):
 def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, stream,
                   max_num_seqs=None, max_batched_tokens=None, chunked_prefill=None,
                   policy=None, prefix_hit=0.0, spec=None, decode_only=False,
-                  prefill_only=False) -> Replica:
+                  prefill_only=False, pp=1, ep=1, fabric=None) -> Replica:
     """Resolve an engine replica: its limits, step tables, host table and KV capacity."""
     spec_e = _engine_spec(reg, engine)
     notes = []
@@ -321,15 +383,50 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
-                       max_context=longest + 2 * verify, verify=verify)
+                       max_context=longest + 2 * verify, verify=verify, ep=ep,
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
-    cap = usable - fp.weights
+    # with pp stages a device holds 1/pp of the layers (weights and KV) for all pp virtual
+    # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
+    cap = usable - fp.weights / pp
+    if ep > 1:
+        experts = fp.weights_by_role.get("experts", 0.0)
+        if not experts:
+            raise SpecError(f"{w.name} has no routed experts: ep needs a MoE workload")
+        cap += experts * (1 - 1 / ep)
+        notes.append(f"expert parallelism over {ep} ranks with attention data parallelism: "
+                     f"each rank holds the dense weights and 1/{ep} of the experts "
+                     f"({experts * (1 - 1 / ep) / 1e9:.1f} GB fewer), runs its own batch and "
+                     "KV, and the routed experts of every rank's tokens; two all-to-alls a "
+                     "MoE layer on the interconnect; ranks are taken as evenly loaded")
+    if pp > 1:
+        hidden = w.dims.get("hidden")
+        if not hidden:
+            raise SpecError(f"{w.name} has no 'hidden' dim: pipeline stages need the width of "
+                            "the activations they send")
+        costs = costs.with_pipeline(float(hidden), 2.0, *fabric.pipeline(tp, pp))
+        notes.append(f"pipeline parallelism: {pp} stages of {int(w.dims.get('layers', 0))} "
+                     f"layers split evenly, {pp} virtual engines (vLLM's scheme) each with "
+                     f"1/{pp} of the KV; each step sends bf16 activations across {pp - 1} "
+                     f"stage boundaries on {fabric.name}'s links")
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
     tps = 1.0 if spec is None else spec.tokens_per_step
     draft_time = None
-    if spec is not None and spec.draft:
+    if spec is not None and spec.draft == "mtp":
+        from .steps import SectionCosts
+
+        mtp = SectionCosts(w, d, "draft", tp=tp, precision=precision,
+                           kv_cache_dtype=kv_cache_dtype, basis=basis, registry=reg,
+                           max_seqs=sched["max_num_seqs"], max_context=longest + 2 * verify)
+
+        def draft_time(n, c, _m=mtp, _k=spec.k):
+            return _k * _m(n, c)
+
+        notes.append(f"MTP draft: {spec.k} passes a step through the workload's draft "
+                     "section (its multi-token-prediction modules, chained for k > 1)")
+    elif spec is not None and spec.draft:
         dcosts = step_costs(reg, reg.workload(spec.draft), d, tp=tp, precision=None,
                             kv_cache_dtype=kv_cache_dtype, basis=basis,
                             max_rows=sched["max_num_seqs"], max_seqs=sched["max_num_seqs"],
@@ -357,16 +454,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify) -> StepCosts:
+               max_context, verify, ep=1, a2a=None) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify))
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify)
+                      max_context=max_context, verify=verify, ep=ep, a2a=a2a)
     reg._memo[key] = (w, d, costs)
     return costs
 
@@ -387,7 +484,8 @@ def _deal(stream, k: int):
 
 
 def simulate(workload, device, *, concurrency=None, rate=None, trace=None, requests=None,
-             input_len=128, output_len=128, tp: int = 1, dp: int = 1,
+             input_len=128, output_len=128, tp: int = 1, dp: int = 1, pp: int = 1,
+             ep: int = 1, attention_dp: int | None = None,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
              engine: str | None = "vllm", max_num_seqs: int | None = None,
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
@@ -404,6 +502,12 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         ``sglang``, ``tensorrt-llm``) or None (the host cost of ``roofkit serve``, chunked
         mixed steps, no CUDA graphs).
     :param dp: engine replicas, each on ``tp`` devices; requests are dealt round-robin.
+    :param pp: pipeline stages of a replica (one node): ``pp`` virtual engines share the
+        stages, each step pays the activation sends between them.
+    :param ep: expert parallelism with attention data parallelism over ``ep`` ranks of one
+        node (DeepSeek-style; ``attention_dp`` equals it): each rank schedules its own
+        requests, runs 1/ep of the experts for every rank's tokens, all-to-alls per MoE
+        layer.
     :param disagg: a :class:`Disagg` or ``"P:D[,ptp=..,dtp=..,link=..]"``.
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
@@ -411,8 +515,12 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     """
     reg = resolve(registry)
     w = reg.workload(workload)
-    d = reg.device(device)
-    for name, v in (("tp", tp), ("dp", dp)):
+    d, fab = fabric_of(reg, device)
+    if attention_dp is not None and attention_dp != ep:
+        raise SpecError(f"attention_dp {attention_dp} with ep {ep}: the DeepSeek-style layout "
+                        "modelled runs attention data-parallel over the same ranks as the "
+                        "experts (attention_dp = ep)")
+    for name, v in (("tp", tp), ("dp", dp), ("pp", pp), ("ep", ep)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
     if not 0.0 <= prefix_hit < 1.0:
@@ -428,21 +536,38 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
     pd_ratio = None
+    if pp > 1:
+        fab.pipeline(tp, pp)  # refuses a pipeline beyond one node without a cluster
+        if dis is not None:
+            raise SpecError("pp with --disagg is not modelled; give each pool its tp")
+    if ep > 1:
+        if tp != 1 or pp != 1 or dis is not None:
+            raise SpecError("ep is modelled with attention data parallelism alone (tp 1, pp 1, "
+                            "aggregated)")
+        fab.all_to_all(ep)  # refuses EP beyond one node without a cluster
+    common["fabric"] = fab
     if dis is None:
-        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, **common)
-        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp)]
+        fab.check(tp * pp * ep * dp, f"tp {tp} x pp {pp} x ep {ep} x dp {dp}")
+        rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, ep=ep, **common)
+        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp * ep)]
         arrival = np.concatenate([tr.arrival for tr in traces])
         first = np.concatenate([tr.first_token for tr in traces])
         finish = np.concatenate([tr.finish for tr in traces])
-        devices = tp * dp
+        devices = tp * dp * pp * ep
         reps = [rep]
-        layout = {"tp": tp, "dp": dp}
+        layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+        if fab.out is not None:
+            layout["cluster"] = fab.name
     else:
         ptp, dtp = dis.prefill_tp or tp, dis.decode_tp or tp
         prep = build_replica(reg, w, d, tp=ptp, stream=st, spec=None, prefill_only=True,
                              **common)
         pin, pout = st.input_len, st.output_len
-        t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin)
+        used = ptp * dis.prefill_workers + dtp * dis.decode_workers
+        fab.check(used, f"{dis.prefill_workers}xTP{ptp} prefill + {dis.decode_workers}xTP{dtp} "
+                  "decode")
+        t_kv = kv_transfer(reg, w, d, ptp, precision, kv_cache_dtype, basis, dis, pin,
+                           fab.kv_link(used))
         dst0 = attrs.evolve(st, output_len=np.maximum(pout - 1, 1), arrival=np.zeros(len(st)))
         drep = build_replica(reg, w, d, tp=dtp, stream=dst0, spec=spec, decode_only=True,
                              **common)
@@ -472,7 +597,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
-                     f"{_link_text(d, dis)}, counted in TTFT")
+                     f"{_link_text(dis, fab.kv_link(used))}, counted in TTFT")
         pd_ratio = balance_ratio(ptr, dtr, dis)
         notes.append(f"P:D balance: {pd_ratio:.2f} prefill workers per decode worker keep both "
                      "pools equally busy at this load")
@@ -525,7 +650,11 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                      "sequence per step (expected), verify at k+1 rows; ITL is the step "
                      "time over the tokens it yields")
     notes += list(reps[-1].costs.notes)
+    from ..circuit.roofline import device_roofline
+
     return LoadEstimate(
+        device_class=f"{(d.vendor or 'other').lower()} {d.category}",
+        inside=device_roofline(d, "calibrated", reg).bandwidth_measured,
         workload=w.name, device=d.name, engine=eng_name, layout=layout,
         pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
         itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
@@ -569,32 +698,30 @@ def _pools(st, arrival, prep, drep, dis, t_kv):
     return ready, finish, ptr, dtr
 
 
-def _link(d, dis):
-    ic = d.interconnect
-    bw = dis.link_bandwidth or (ic.bandwidth if ic is not None else None)
-    if bw is None:
-        raise SpecError(f"{d.name} has no [interconnect]: give the KV link's bandwidth "
+def _link(dis, tier):
+    """(bandwidth, latency) of the KV link: the one given, else the fabric's tier."""
+    bw = dis.link_bandwidth or tier.bandwidth
+    if not math.isfinite(bw):
+        raise SpecError("the device has no [interconnect]: give the KV link's bandwidth "
                         "(--disagg P:D,link=50GB/s)")
-    lat = dis.link_latency if dis.link_latency is not None else (
-        (ic.latency or 0.0) if ic is not None else 0.0)
+    lat = dis.link_latency if dis.link_latency is not None else tier.latency
     return bw, lat
 
 
-def _link_text(d, dis) -> str:
-    bw, lat = _link(d, dis)
-    src = "given link" if dis.link_bandwidth else f"{d.name} interconnect"
+def _link_text(dis, tier) -> str:
+    bw, lat = _link(dis, tier)
+    src = "given link" if dis.link_bandwidth else tier.name
     return f"{src} ({bw / 1e9:.0f} GB/s, {lat * 1e6:.1f} us)"
 
 
-def kv_transfer(reg, w, d, tp, precision, kv_cache_dtype, basis, dis, input_len):
+def kv_transfer(reg, w, d, tp, precision, kv_cache_dtype, basis, dis, input_len, tier):
     """Seconds to move each request's KV to its decode worker:
-    ``latency + I * kv_per_token * tp / link_bandwidth`` (every prefill device sends its
-    shard over its own link in parallel, so one device's shard over one link)."""
+    ``latency + (I * kv_per_token + state) / link_bandwidth`` with one device's shard (the
+    ``tp`` shards move in parallel, each over its own link)."""
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
-    bw, lat = _link(d, dis)
-    per_token = fp.kv_per_token  # one device's shard; the tp shards move in parallel
-    return lat + (np.asarray(input_len, dtype=float) * per_token + fp.state_per_seq) / bw
+    bw, lat = _link(dis, tier)
+    return lat + (np.asarray(input_len, dtype=float) * fp.kv_per_token + fp.state_per_seq) / bw
 
 
 def balance_ratio(ptr, dtr, dis) -> float:

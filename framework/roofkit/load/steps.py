@@ -85,7 +85,7 @@ class StepCosts:
 
     def __init__(self, workload, device, *, tp=1, precision=None, kv_cache_dtype="bf16",
                  basis="calibrated", registry=None, max_rows=8192, max_seqs=256,
-                 max_context=8192, verify=1, formats=None):
+                 max_context=8192, verify=1, formats=None, ep=1, a2a=None):
         kw = {"precision": precision, "kv_cache_dtype": kv_cache_dtype, "basis": basis,
               "tp": tp, "registry": registry}
         if formats:
@@ -101,6 +101,8 @@ class StepCosts:
             return kinds[p.node.op.lower()].role in CONTEXT_ROLES
 
         self.kernels = sum(p.count for p in dplan.nodes)
+        # (seconds, seconds per byte) of one all-to-all of the ep ranks (:mod:`.fabric`)
+        self.a2a = a2a or (0.0, 0.0)
         self.verify = int(verify)
         r = np.arange(0, max(int(max_rows), int(max_seqs) * self.verify) + 1, dtype=float)
         r[0] = 1.0
@@ -111,8 +113,10 @@ class StepCosts:
             p = o[0]
             if p.node.section == "head":
                 head_t = head_t + o[3]
-            elif not is_ctx(p):
+            elif not is_ctx(p) and not (ep > 1 and p.node.role == "experts"):
                 rows_t = rows_t + o[3]
+        if ep > 1:
+            rows_t = rows_t + self._experts(dplan, r, ep, model)
         rows_t[0] = head_t[0] = 0.0
         self.rows_t = np.broadcast_to(rows_t, r.shape).tolist()
         self.head_t = np.broadcast_to(head_t, r.shape).tolist()
@@ -150,6 +154,8 @@ class StepCosts:
         self.max_rows = len(self.rows_t) - 1
         self.max_seqs = seqs[-1]
         self.max_context = ctx[-1]
+        self.hop_fixed = 0.0  # pipeline parallelism: (stages - 1) activation sends a step
+        self.hop_per_row = 0.0
         self.roofline = dplan.roofline
         self.notes = tuple(dict.fromkeys((*dplan.notes, *pplan.notes)))
         self.basis = pplan.basis
@@ -172,10 +178,41 @@ class StepCosts:
             h += (pad_to - n_decode) * self.verify
         if rows > self.max_rows:
             raise ValueError(f"step of {rows} rows beyond the table's {self.max_rows}")
-        t += self.rows_t[rows] + self.head_t[h]
+        t += self.rows_t[rows] + self.head_t[h] + self.hop_fixed + self.hop_per_row * rows
         if n_decode:
             t += self.attn_decode(n_decode, mean_context)
         return t
+
+    def with_pipeline(self, hidden: float, act_bytes: float, fixed: float,
+                      per_byte: float) -> StepCosts:
+        """A copy whose steps also send the activations between pipeline stages:
+        ``fixed + rows * hidden * act_bytes * per_byte`` (the fabric's sums over the stage
+        boundaries, :meth:`roofkit.load.fabric.Fabric.pipeline`)."""
+        import copy
+
+        out = copy.copy(self)
+        out.hop_fixed = fixed
+        out.hop_per_row = hidden * act_bytes * per_byte
+        out.decode_fixed = [x + out.hop_fixed + out.hop_per_row * n * self.verify
+                            for n, x in enumerate(self.decode_fixed)]
+        return out
+
+    def _experts(self, dplan, r, ep, model):
+        """Expert parallelism with attention data parallelism over ``ep`` ranks, each with
+        ``r`` token rows: a rank runs 1/ep of the routed experts for the tokens of every
+        rank, ``t_experts(ep * r) / ep`` (FLOPs and touched-expert bytes both split), and
+        each MoE layer dispatches and combines its tokens with two all-to-alls of
+        ``r * top_k * hidden * 2 B * (ep - 1) / ep`` bytes a rank, timed by the fabric
+        (one node: ``latency + bytes / bandwidth``)."""
+        t = np.zeros_like(r)
+        for o in dplan.run(r * ep, 1.0, r * ep):
+            if o[0].node.role == "experts" and o[0].node.section != "head":
+                t = t + o[3] / ep
+        dims = model.workload.dims
+        fixed, per_byte = self.a2a
+        layers = sum(p.count for p in dplan.nodes if p.node.op == "expert_gate_up")
+        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep * per_byte
+        return t + layers * 2 * (fixed + r * per_row)
 
     def decode_time(self, n: int, c: float, pad: int) -> float:
         """Seconds of a decode-only step of ``n`` sequences at mean context ``c``, run padded
@@ -192,3 +229,34 @@ class StepCosts:
         else:
             att = a(n, c)
         return self.decode_fixed[pad] + att
+
+
+class SectionCosts:
+    """The device time of one pass through a circuit section (the MTP ``draft`` modules) for
+    ``n`` sequences at context ``c``: every node of the section at rows = seqs = n, from
+    the decode plan of that section alone, tabulated like the decode attention."""
+
+    def __init__(self, workload, device, section, *, tp=1, precision=None,
+                 kv_cache_dtype="bf16", basis="calibrated", registry=None, max_seqs=256,
+                 max_context=8192):
+        from ..registry import resolve
+
+        reg = resolve(registry)
+        settings = {"basis": basis}
+        plan = _circuit._plan(reg, workload, device, "decode", precision, kv_cache_dtype,
+                              None, settings, tp, sections=(section,))[0]
+        if not plan.nodes:
+            raise ValueError(f"{reg.workload(workload).name} has no {section!r} section")
+        self.plan = plan
+        seqs = grid(int(max_seqs), dense=min(256, int(max_seqs)))
+        ctx = grid(int(max_context) + 1)
+        sv = np.maximum(np.asarray(seqs, dtype=float)[:, None], 1.0)
+        cv = np.asarray(ctx, dtype=float)[None, :]
+        t = np.zeros((len(seqs), len(ctx)))
+        for o in plan.run(sv, cv, sv):
+            t = t + np.broadcast_to(o[3], t.shape)
+        t[0, :] = 0.0
+        self.table = Interp2(seqs, ctx, t)
+
+    def __call__(self, n: int, c: float) -> float:
+        return self.table(n, c)

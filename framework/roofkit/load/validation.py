@@ -21,6 +21,8 @@ from ..circuit.roofline import BASES
 from ..errors import RoofkitError
 from ..schema.load_case import FAMILIES, LoadCase
 
+LOSO = "loso"  # the calibrated basis, each source scored without its own constants
+
 
 def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> float:
     """The simulator's value of ``case.metric`` at ``case.statistic`` (``_runs`` caches one
@@ -65,6 +67,8 @@ class LoadCaseResult:
     predicted: dict
     scored: bool
     reason: str = ""
+    origin: str = ""  # the source's origin (roofkit.serving.loso.origin)
+    removed: tuple[str, ...] = ()  # calibration constants of its origin left out of its LOSO
 
     def error(self, basis: str) -> float | None:
         p = self.predicted.get(basis)
@@ -74,13 +78,15 @@ class LoadCaseResult:
         return {"name": self.name, "metric": self.metric, "statistic": self.statistic,
                 "config": self.config, "measured": self.measured, "scored": self.scored,
                 "reason": self.reason,
-                **{f"predicted_{b}": self.predicted.get(b) for b in BASES},
-                **{f"error_{b}": self.error(b) for b in BASES}}
+                "origin": self.origin, "loso_removed": list(self.removed),
+                **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
+                **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
 
 @attrs.frozen
 class LoadReport:
     cases: tuple[LoadCaseResult, ...]
+    independence: tuple[dict, ...] = ()  # per constant: origin and LOSO statement
 
     def errors(self, basis: str, family: str | None = None) -> list[float]:
         return [abs(c.error(basis)) for c in self.cases if c.scored and
@@ -98,10 +104,12 @@ class LoadReport:
     def summary(self) -> dict:
         fams = sorted({FAMILIES[c.metric] for c in self.cases})
         return {f: {b: {"cases": len(self.errors(b, f)), "median_abs_error": self.median(b, f),
-                        "max_abs_error": self.max(b, f)} for b in BASES} for f in fams}
+                        "max_abs_error": self.max(b, f)} for b in (*BASES, LOSO)}
+                for f in fams}
 
     def to_dict(self) -> dict:
-        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary()}
+        return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
+                "independence": list(self.independence)}
 
 
 def _describe(case: LoadCase) -> str:
@@ -111,15 +119,19 @@ def _describe(case: LoadCase) -> str:
             f"{c.input_len}/{c.output_len} {c.profile}")
 
 
-def run(registry=None, cases=None, bases=BASES) -> LoadReport:
-    """Predict every load case (default: the ``load_cases`` catalogue) on ``bases``."""
+def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport:
+    """Predict every load case (default: the ``load_cases`` catalogue) on ``bases``, and with
+    ``loso`` on the calibrated basis again without the calibration constants of the case's
+    own origin (:mod:`roofkit.serving.loso`)."""
     from ..registry import resolve
+    from ..serving import loso as _loso
 
     reg = resolve(registry)
     if cases is None:
         cases = list(reg.catalogues["load_cases"].values())
     out = []
     runs: dict = {}
+    held: dict[str, tuple] = {}  # origin -> (registry without it, removed, its runs)
     for case in sorted(cases, key=lambda c: c.name):
         predicted, reason = {}, case.unscored
         for basis in bases:
@@ -128,6 +140,19 @@ def run(registry=None, cases=None, bases=BASES) -> LoadReport:
             except RoofkitError as exc:
                 predicted[basis] = None
                 reason = f"not predicted: {exc}"
+        o = _loso.origin(case.source.url)
+        removed: tuple[str, ...] = ()
+        if loso and predicted.get("calibrated") is not None:
+            if o not in held:
+                held[o] = (*_loso.without(reg, o), {})
+            sub, removed, sub_runs = held[o]
+            try:
+                predicted[LOSO] = (predicted["calibrated"] if sub is reg else
+                                   float(predict(case, "calibrated", sub, sub_runs)))
+            except RoofkitError:
+                predicted[LOSO] = None
         out.append(LoadCaseResult(case.name, case.metric, case.statistic, _describe(case),
-                                  case.value, predicted, not reason, reason))
-    return LoadReport(tuple(out))
+                                  case.value, predicted, not reason, reason, o, removed))
+    origins = [c.origin for c in out if c.scored]
+    return LoadReport(tuple(out), tuple(_loso.statements(reg, origins, engines=True))
+                      if loso else ())

@@ -45,7 +45,7 @@ def sweep(table, x: str = "throughput_per_s", y: str = "latency_ms", *, pareto: 
             log_axis(ax, axis)
     ax.set_xlabel(_label(table, x))
     ax.set_ylabel(_label(table, y))
-    ax.set_title(table.title(), fontsize=9)
+    ax.set_title(f"{table.title()}; basis: {table.basis}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     return fig

@@ -166,7 +166,8 @@ def _to_quantity_si(meta: dict, value) -> float:
     bad = rng.problem(out, f"{value!r}" + (f" (read as {units.fmt(out, dim)})"
                                            if math.isfinite(out) else ""), dim)
     if bad:
-        raise _Bad(bad)
+        meant = units.prefix_fix(value, dim, rng.contains) if isinstance(value, str) else None
+        raise _Bad(bad + (f"; did you mean {meant!r}?" if meant else ""))
     return SIValue(out)
 
 

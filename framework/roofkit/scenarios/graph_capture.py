@@ -32,7 +32,7 @@ class GraphCaptureScenario(HostDispatchScenario):
                      "breakeven_steps")
 
     _graph_launch: float | None = quantity_input(
-        "time", "us", default=None,
+        "time", "us", default=None, high=1.0,
         doc="host cost of one graph launch; None means dispatch + launch")
     graphs: int = count_input(default=1, doc="graph launches per step")
     _capture_time: float | None = quantity_input(

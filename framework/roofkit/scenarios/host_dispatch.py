@@ -31,8 +31,11 @@ class HostDispatchScenario(Scenario):
     blocks: int = count_input(default=1, doc="blocks per step (layers)")
     launches_per_block: int | None = count_input(
         default=None, doc="kernel launches per block; None means one per operation")
-    _dispatch: float = quantity_input("time", "us", doc="host dispatch cost per operation")
-    _launch: float = quantity_input("time", "us", doc="kernel-launch cost per launch")
+    # one operation's dispatch and one kernel launch take microseconds: at most 1 s
+    _dispatch: float = quantity_input("time", "us", doc="host dispatch cost per operation",
+                                      high=1.0)
+    _launch: float = quantity_input("time", "us", doc="kernel-launch cost per launch",
+                                    high=1.0)
     _device_time: float = quantity_input("time", "us", doc="device work of one step")
 
     # -- floats in microseconds -----------------------------------------------------------

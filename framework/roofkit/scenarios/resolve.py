@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SpecError, UnknownNameError
+from ..errors import ArgumentError, SpecError, UnknownNameError, shown
 from .spec import ScenarioSpec, build
 
 
@@ -15,8 +15,8 @@ def scenario_spec(registry, ref) -> ScenarioSpec:
     if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
         return registry.spec("scenarios", ref)  # loads and checks against the kinds
     if not isinstance(ref, str):
-        raise TypeError(f"expected a scenario name, TOML path, spec or scenario object, got "
-                        f"{type(ref).__name__}")
+        raise ArgumentError(f"expected a scenario name, TOML path, spec or scenario object, "
+                            f"got {shown(ref, 80)} ({type(ref).__name__})")
     catalogue = registry.catalogues["scenarios"]
     return catalogue.entry(_key(catalogue, ref)).obj
 

@@ -38,7 +38,7 @@ import numpy as np
 from .. import bounds
 from ..circuit import api as _circuit
 from ..circuit.results import Footprint, bound_of
-from ..circuit.roofline import BASES, device_roofline, host_calibration
+from ..circuit.roofline import BASES, device_roofline, host_calibration, resolve_basis
 from ..errors import ArgumentError, OOMError, SpecError, shown
 from ..results import Headline, Result
 from . import overhead as _overhead
@@ -264,6 +264,19 @@ class Config:
     circuit: dict  # keywords of roofkit.circuit.api calls
 
 
+def _default_basis(registry, workload, device, basis) -> str:
+    """``basis``, or for ``"auto"`` the device's default (calibrated where it has a
+    calibration, else datasheet); the workload is looked up first, so swapped arguments get
+    the workload's message."""
+    if basis != "auto":
+        return basis
+    from ..registry import resolve
+
+    reg = resolve(registry)
+    reg.workload(workload)
+    return resolve_basis(basis, device, reg)
+
+
 def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) -> Config:
     """Resolve names; ``precision`` is the weights' format (an integer format is weight-only
     quantization: the circuit runs it beside 16-bit activations)."""
@@ -329,6 +342,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     output_len = _positive_int("output_len", output_len)
     tp = _positive_int("tp", tp)
     bounds.check_int("input_len + output_len", input_len + output_len)  # the last context
+    basis = _default_basis(registry, workload, device, basis)
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp)
     reg, w, d = s.reg, s.workload, s.device
     roof = device_roofline(d, basis, reg)
@@ -409,6 +423,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
     output_len = _positive_int("output_len", output_len)
     if max_requests is not None:
         max_requests = _positive_int("max_requests", max_requests)
+    basis = _default_basis(registry, workload, device, basis)
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
                   _positive_int("tp", tp))
     fp = _footprint(s)

@@ -76,6 +76,25 @@ def constants(registry) -> list[Constant]:
             for path, m in cat[key].measurements()]
 
 
+#: the cited tables of an engine profile (``specs/engines``)
+ENGINE_TABLES = ("scheduler", "cuda_graphs", "host")
+
+
+def engine_constants(registry) -> list[Constant]:
+    """The cited tables of every engine profile of ``specs/engines`` (``engine:vllm-v1``,
+    ``host``): the simulator needs a profile, so these are never removed; a case sharing an
+    origin with one is in sample for it, and :func:`statements` says so."""
+    cat = registry.catalogues.get("engines") or {}
+    out = []
+    for key in cat:
+        e = cat[key]
+        for table in ENGINE_TABLES:
+            src = getattr(getattr(e, table, None), "source", "")
+            if src:
+                out.append(Constant(f"engine:{key}", table, origin(src)))
+    return out
+
+
 def strip(cal, drop: Iterable[str]):
     """``cal`` without the measured tables at the key paths ``drop``."""
     drop = set(drop)
@@ -106,7 +125,8 @@ def without(registry, source: str):
     for key in cat:
         e = cat.entry(key)
         drop = [c.path for c in removed if c.calibration == key]
-        entries[key] = Entry(strip(e.obj, drop), e.origin, e.layer, e.rank) if drop else e
+        entries[key] = Entry(strip(e.obj, drop), e.origin, e.layer, e.rank, key=e.key,
+                             claims=e.claims, overrides=e.overrides) if drop else e
     cats = dict(registry.catalogues)
     cats["calibration"] = Catalogue("calibration", entries, dict(cat.aliases))
     reg = Registry(tables=registry._tables, catalogues=cats, plugins=registry.plugins,
@@ -114,9 +134,10 @@ def without(registry, source: str):
     return reg, tuple(c.name for c in removed)
 
 
-def statements(registry, case_origins: Iterable[str]) -> list[dict]:
+def statements(registry, case_origins: Iterable[str], engines: bool = False) -> list[dict]:
     """Per constant: its origin and why it may score each case (independent: no case comes
-    from its origin) or which cases it is removed for."""
+    from its origin) or which cases it is removed for; with ``engines`` the engine profiles'
+    cited tables too, which are kept (``cases_in_sample``) where an origin is shared."""
     counts: dict[str, int] = {}
     for o in case_origins:
         counts[o] = counts.get(o, 0) + 1
@@ -127,4 +148,11 @@ def statements(registry, case_origins: Iterable[str]) -> list[dict]:
                 f"independent: no validation case comes from {c.origin}")
         out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": n,
                     "statement": text})
+    for c in engine_constants(registry) if engines else ():
+        n = counts.get(c.origin, 0)
+        text = (f"kept (the simulator needs the profile): the {n} case(s) from {c.origin} are "
+                "in sample for it" if n else
+                f"independent: no validation case comes from {c.origin}")
+        out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": 0,
+                    "cases_in_sample": n, "statement": text})
     return out

@@ -22,6 +22,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import RoofkitError, SpecError
+from ..progress import Bar
 from ..results import Headline, Result
 from .estimate import configure, estimate, max_load
 
@@ -284,31 +285,33 @@ def run(registry=None, cases=None, loso: bool = True) -> Report:
     origins = {c.name: _loso.origin(c.source.url) for c in cases}
     held: dict[str, tuple] = {}  # origin -> (registry without it, removed constants)
     out = []
-    for case in sorted(cases, key=lambda c: (c.kind, c.name)):
-        reason = _why_listed(case, by_name, reg)
-        group, predicted = (OTHER if reason else SCORED), {}
-        removed: tuple[str, ...] = ()
-        if not case.not_predicted:
-            for basis in BASES:
-                try:
-                    predicted[basis] = predict(case, basis, reg)
-                except RoofkitError as exc:
-                    predicted[basis] = None
-                    group, reason = OTHER, f"not predicted: {exc}"
-            if loso and predicted.get("calibrated") is not None:
-                o = origins[case.name]
-                if o not in held:
-                    held[o] = _loso.without(reg, o)
-                sub, removed = held[o]
-                try:
-                    predicted[LOSO] = (predicted["calibrated"] if sub is reg
-                                       else _loso_predict(case, sub, removed))
-                except RoofkitError:
-                    predicted[LOSO] = None
-        out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
-                              case.value, predicted, group, reason, _describe(case),
-                              origins[case.name], _engine_family(case.config.engine),
-                              _device_class(case.device, reg), removed))
+    with Bar(len(cases), "validate") as bar:
+        for case in sorted(cases, key=lambda c: (c.kind, c.name)):
+            reason = _why_listed(case, by_name, reg)
+            group, predicted = (OTHER if reason else SCORED), {}
+            removed: tuple[str, ...] = ()
+            if not case.not_predicted:
+                for basis in BASES:
+                    try:
+                        predicted[basis] = predict(case, basis, reg)
+                    except RoofkitError as exc:
+                        predicted[basis] = None
+                        group, reason = OTHER, f"not predicted: {exc}"
+                if loso and predicted.get("calibrated") is not None:
+                    o = origins[case.name]
+                    if o not in held:
+                        held[o] = _loso.without(reg, o)
+                    sub, removed = held[o]
+                    try:
+                        predicted[LOSO] = (predicted["calibrated"] if sub is reg
+                                           else _loso_predict(case, sub, removed))
+                    except RoofkitError:
+                        predicted[LOSO] = None
+            out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
+                                  case.value, predicted, group, reason, _describe(case),
+                                  origins[case.name], _engine_family(case.config.engine),
+                                  _device_class(case.device, reg), removed))
+            bar.update()
     scored_origins = [c.origin for c in out if c.group == SCORED]
     return Report(tuple(out), reg.plugin_set,
                   tuple(_loso.statements(reg, scored_origins)) if loso else ())

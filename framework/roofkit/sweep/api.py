@@ -46,8 +46,10 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     :param training, zero_stage, dp_size, lora, recompute: engine training settings, as in
         ``Engine.solve``.
     :param kv_cache_dtype, basis, cost_model, formats, ssm_h_dtype: decode/prefill settings,
-        as in ``roofkit.decode`` (``basis="datasheet"`` unless given; the cost model defaults
-        by basis: ``roofline``, or ``roofline_calibrated`` on the calibrated basis).
+        as in ``roofkit.decode`` (``basis="datasheet"`` unless given; ``basis="auto"`` puts
+        each device on its default basis, calibrated where it has a calibration; the cost
+        model defaults by basis: ``roofline``, or ``roofline_calibrated`` on the calibrated
+        basis).
     :param head: prefill only, as in ``roofkit.prefill``: False (default) costs the layers
         at the causal half-context; True adds the embedding gather and the LM head of the
         first token (a time to first token's full device work).
@@ -75,6 +77,24 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     batches = int_axis("batch_sizes", batch_sizes, [1])
     if chunk_size is not None:
         chunk_size = validation.positive_int("chunk_size", chunk_size)
+
+    if basis == "auto" and mode != "engine":
+        groups = _by_default_basis(devices, registry)
+        if len(groups) == 1:
+            basis = next(iter(groups))
+        else:  # each device on its own default basis: one sweep per basis, rows joined
+            from .reduce import Reduce, combine
+
+            kw = dict(precisions=precisions, batch_sizes=batch_sizes, seq_lens=seq_lens,
+                      contexts=contexts, tp=tp, mode=mode, efficiency=efficiency,
+                      training=training, zero_stage=zero_stage, dp_size=dp_size, lora=lora,
+                      recompute=recompute, kv_cache_dtype=kv_cache_dtype,
+                      cost_model=cost_model, formats=formats, ssm_h_dtype=ssm_h_dtype,
+                      head=head, executor=executor, chunk_size=chunk_size, where=where,
+                      feasible_only=feasible_only, pareto=pareto, best_by=best_by,
+                      registry=registry)
+            tables = [sweep(workload, devs, basis=b, **kw) for b, devs in groups.items()]
+            return combine(tables, Reduce(where, feasible_only, pareto, best_by))
 
     options = {"kv_cache_dtype": kv_cache_dtype, "basis": basis, "cost_model": cost_model,
                "formats": formats, "ssm_h_dtype": ssm_h_dtype, "head": head}
@@ -132,3 +152,16 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
         return combine([_evaluate_reduced(grid, 0, n, reg, ev, None)], reduce)
     return combine([_evaluate_reduced(grid, s, e, reg, ev, reduce)
                     for s, e in grid.chunks(chunk_size)], reduce)
+
+
+def _by_default_basis(devices, registry) -> dict[str, list]:
+    """Devices grouped by their default basis (calibrated where a calibration exists, else
+    datasheet), in order of first appearance."""
+    from ..circuit.roofline import resolve_basis
+    from .distribute import local_registry
+
+    reg = local_registry(registry)
+    groups: dict[str, list] = {}
+    for d in devices:
+        groups.setdefault(resolve_basis("auto", d, reg), []).append(d)
+    return groups

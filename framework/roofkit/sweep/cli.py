@@ -87,6 +87,7 @@ def run(args, registry) -> int:
     """``roofkit sweep`` through :func:`roofkit.sweep` and the table queries."""
     from .. import units
     from ..cli import common
+    from ..results import sig
     from .api import sweep
     from .catalog import split_direction
 
@@ -111,7 +112,8 @@ def run(args, registry) -> int:
     table = sweep(args.workload, args.devices, precisions, args.batch_sizes,
                   contexts=args.context, tp=args.tp, mode=mode,
                   efficiency=args.efficiency, kv_cache_dtype=args.kv_dtype,
-                  basis=args.basis, where=args.where,
+                  basis=(args.basis or "auto") if mode != "engine" else None,
+                  where=args.where,
                   feasible_only=not args.include_infeasible, pareto=args.pareto,
                   best_by=best_by, registry=registry)
     points = int(table.meta.pop("evaluated", len(table)))
@@ -143,7 +145,7 @@ def run(args, registry) -> int:
             elif c == "compute_slot":
                 line.append(f"{v} (fallback)" if r["fell_back"] else v)
             elif isinstance(v, float):
-                line.append(f"{v:.5g}" if c != "mfu" else f"{v:.3f}")
+                line.append(sig(v))
             else:
                 line.append(v)
         rows.append(line)
@@ -162,7 +164,12 @@ def run(args, registry) -> int:
              else ""))
     if len(table):
         bases = ", ".join(dict.fromkeys(table["basis"].tolist()))
-        print(f"basis: {bases}" + ("; slot: the compute slot(s) whose peak was used; "
+        why = ""
+        if args.basis is None and mode != "engine":
+            why = " (the default: calibrated where the device has a calibration, else datasheet)"
+        elif mode == "engine":
+            why = " (the Engine equation on the device spec ceilings)"
+        print(f"basis: {bases}{why}" + ("; slot: the compute slot(s) whose peak was used; "
                                     "(fallback): the device has no peak for the precision"
                                     if table["fell_back"].any() else ""))
     return 0

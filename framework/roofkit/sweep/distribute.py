@@ -132,35 +132,44 @@ def _chunk_in_thread(grid, start, stop, reg, ev, reduce):
 def _collect(futures, ranges, n: int, reduce=None) -> list:
     """The table of every chunk, in row order; a chunk that failed, or that the executor
     dropped or replaced (a result that is not its rows), is an error naming the chunk."""
-    from .table import SweepTable
+    from ..progress import Bar
 
     tables = []
-    for (start, stop), future in zip(ranges, futures, strict=True):
-        where = f"sweep chunk rows [{start}, {stop}) of {n}"
-        try:
-            result = future.result()
-        except RoofkitError:
-            raise
-        except Exception as exc:
-            hint = ""
-            if type(exc).__name__ == "BrokenProcessPool":
-                hint = ("; a worker process died (killed, or out of memory): rerun with a "
-                        "smaller chunk_size or fewer workers")
-            raise RoofkitError(f"{where} failed on the executor: {type(exc).__name__}: "
-                               f"{cut(exc, 300)}{hint}") from exc
-        ok = (isinstance(result, tuple) and len(result) == 4
-              and result[:3] == (start, stop, stop - start)
-              and isinstance(result[3], SweepTable)
-              and (reduce or len(result[3]) == stop - start))  # unreduced: every row
-        if not ok:
-            got = (f"{len(result[3])} rows of rows [{result[0]}, {result[1]})"
-                   if isinstance(result, tuple) and len(result) == 4
-                   and isinstance(result[3], SweepTable) else cut(repr(result), 80))
-            raise RoofkitError(f"the executor returned {got} for {where}, not its "
-                               f"{stop - start} evaluated rows: a chunk was dropped or "
-                               "replaced, and a sweep never returns part of its grid")
-        tables.append(result[3])
+    with Bar(len(futures), "sweep chunks") as bar:
+        for (start, stop), future in zip(ranges, futures, strict=True):
+            tables.append(_chunk_result(future, start, stop, n, reduce))
+            bar.update()
     return tables
+
+
+def _chunk_result(future, start: int, stop: int, n: int, reduce):
+    """One chunk's table, checked to be the rows it was asked for."""
+    from .table import SweepTable
+
+    where = f"sweep chunk rows [{start}, {stop}) of {n}"
+    try:
+        result = future.result()
+    except RoofkitError:
+        raise
+    except Exception as exc:
+        hint = ""
+        if type(exc).__name__ == "BrokenProcessPool":
+            hint = ("; a worker process died (killed, or out of memory): rerun with a "
+                    "smaller chunk_size or fewer workers")
+        raise RoofkitError(f"{where} failed on the executor: {type(exc).__name__}: "
+                           f"{cut(exc, 300)}{hint}") from exc
+    ok = (isinstance(result, tuple) and len(result) == 4
+          and result[:3] == (start, stop, stop - start)
+          and isinstance(result[3], SweepTable)
+          and (reduce or len(result[3]) == stop - start))  # unreduced: every row
+    if not ok:
+        got = (f"{len(result[3])} rows of rows [{result[0]}, {result[1]})"
+               if isinstance(result, tuple) and len(result) == 4
+               and isinstance(result[3], SweepTable) else cut(repr(result), 80))
+        raise RoofkitError(f"the executor returned {got} for {where}, not its "
+                           f"{stop - start} evaluated rows: a chunk was dropped or "
+                           "replaced, and a sweep never returns part of its grid")
+    return result[3]
 
 
 def default_chunk_size(n: int, executor) -> int:

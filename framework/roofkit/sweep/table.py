@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import ArgumentError, SpecError
 from ..results import Result, sig
 from . import query
 from .catalog import COLUMNS, resolve_column
@@ -37,7 +37,7 @@ class SweepTable(Result):
         cols = dict(columns)
         lengths = {name: len(c) for name, c in cols.items()}
         if len(set(lengths.values())) > 1:
-            raise ValueError(f"columns differ in length: {lengths}")
+            raise ArgumentError(f"columns differ in length: {lengths}")
         self._columns = cols
         self._n = next(iter(lengths.values()), 0)
         self.meta = dict(meta or {})
@@ -97,7 +97,7 @@ class SweepTable(Result):
         """The rows at ``index`` (integer array) or where ``index`` (boolean mask) is true."""
         index = np.asarray(index)
         if index.dtype == np.bool_ and len(index) != self._n:
-            raise ValueError(f"mask has {len(index)} entries for {self._n} rows")
+            raise ArgumentError(f"mask has {len(index)} entries for {self._n} rows")
         return SweepTable({k: c[index] for k, c in self._columns.items()}, self.meta)
 
     def head(self, n: int = 10) -> SweepTable:
@@ -207,7 +207,7 @@ class SweepTable(Result):
         names = tables[0].columns
         for t in tables[1:]:
             if t.columns != names:
-                raise ValueError("tables to concatenate have different columns")
+                raise ArgumentError("tables to concatenate have different columns")
         return cls({n: concat([t._columns[n] for t in tables]) for n in names}, tables[0].meta)
 
     @classmethod
@@ -219,7 +219,7 @@ class SweepTable(Result):
         names = tables[0].columns
         for t in tables[1:]:
             if t.columns != names:
-                raise ValueError("tables to concatenate have different columns")
+                raise ArgumentError("tables to concatenate have different columns")
         meta = tables[0].meta
         out = {}
         for n in names:
