@@ -131,31 +131,6 @@ class TrainingEstimate(Result):
                 / self.tokens_per_step * 1e6
         return out
 
-    def to_pandas(self):
-        """One row: every figure of :meth:`to_dict`, nested keys flattened (``breakdown_s.tp``)."""
-        from .report import flat, frame
-
-        return frame([flat(self.to_dict())])
-
-    def _repr_html_(self) -> str:
-        from .report import html_table
-
-        d = self.to_dict()
-        rows = [("step time (s)", d["step_time_s"]), ("tokens/s", d["tokens_per_s"]),
-                ("MFU", d["mfu"]), ("HFU", d["hfu"]),
-                ("memory per device (GB)", d["memory_per_device_bytes"] / 1e9),
-                ("fits", d["fits"])]
-        rows += [(f"{k} (s)", v) for k, v in d["breakdown_s"].items() if v > 0]
-        return html_table(repr(self), rows)
-
-    def __repr__(self) -> str:
-        lo = self.layout
-        return (f"TrainingEstimate({self.workload} on {self.layout.devices} x {self.device}, "
-                f"tp{lo.tp} pp{lo.pp} dp{lo.dp} cp{lo.cp} ep{lo.ep}: step "
-                f"{self.step_time_s:.3g} s, MFU {self.mfu:.1%}, "
-                f"{self.memory_per_device_bytes / 2**30:.1f} GiB/device, "
-                f"{'fits' if self.fits else 'does not fit'})")
-
 
 def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int = 1,
           vpp: int = 1, dp: int | None = None, cp: int = 1, ep: int = 1,
