@@ -131,6 +131,20 @@ class TrainingEstimate(Result):
                 / self.tokens_per_step * 1e6
         return out
 
+    def to_pandas(self):
+        """One row: every figure of :meth:`to_dict`, nested keys flattened (``breakdown_s.tp``)."""
+        from .report import flat, frame
+
+        return frame([flat(self.to_dict())])
+
+    def __repr__(self) -> str:
+        lo = self.layout
+        return (f"TrainingEstimate({self.workload} on {self.layout.devices} x {self.device}, "
+                f"tp{lo.tp} pp{lo.pp} dp{lo.dp} cp{lo.cp} ep{lo.ep}: step "
+                f"{self.step_time_s:.3g} s, MFU {self.mfu:.1%}, "
+                f"{self.memory_per_device_bytes / 2**30:.1f} GiB/device, "
+                f"{'fits' if self.fits else 'does not fit'})")
+
 
 def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int = 1,
           vpp: int = 1, dp: int | None = None, cp: int = 1, ep: int = 1,
