@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,8 +63,12 @@ def _bash_complete(script: str, *words: str) -> list[str]:
     line = " ".join(f"'{w}'" for w in words)
     cmd = (f"source {script}; COMP_WORDS=(roofkit {line}); COMP_CWORD={len(words)}; "
            '_roofkit; printf "%s\\n" "${COMPREPLY[@]}"')
-    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
-                          check=True).stdout.split()
+    # in an empty folder: a word may also complete a file name, and the repository root
+    # holds files that start like commands
+    empty = Path(script).parent / "empty"
+    empty.mkdir(exist_ok=True)
+    return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True,
+                          cwd=empty).stdout.split()
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to run the script")

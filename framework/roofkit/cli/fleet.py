@@ -241,7 +241,7 @@ def serve_on_cluster(reg, args) -> int:
                       input_len=args.input_len, output_len=args.output_len, tp=args.tp,
                       pp=args.pp, ep=args.ep, attention_dp=args.attention_dp,
                       precision=args.precision, kv_cache_dtype=args.kv_cache_dtype,
-                      basis=args.basis, registry=reg, require_fit=args.require_fit)
+                      basis=args.basis or "calibrated", registry=reg, require_fit=args.require_fit)
     d = est.to_dict()
     if args.json:
         common.print_json(d)

@@ -137,17 +137,6 @@ class TrainingEstimate(Result):
 
         return frame([flat(self.to_dict())])
 
-    def _repr_html_(self) -> str:
-        from .report import html_table
-
-        d = self.to_dict()
-        rows = [("step time (s)", d["step_time_s"]), ("tokens/s", d["tokens_per_s"]),
-                ("MFU", d["mfu"]), ("HFU", d["hfu"]),
-                ("memory per device (GB)", d["memory_per_device_bytes"] / 1e9),
-                ("fits", d["fits"])]
-        rows += [(f"{k} (s)", v) for k, v in d["breakdown_s"].items() if v > 0]
-        return html_table(repr(self), rows)
-
     def __repr__(self) -> str:
         lo = self.layout
         return (f"TrainingEstimate({self.workload} on {self.layout.devices} x {self.device}, "

@@ -317,16 +317,6 @@ class LoadEstimate(Result):
 
         return pd.DataFrame({k: v for k, v in self.per_request.items()})
 
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><th>{m.upper()}</th>" + "".join(f"<td>{getattr(self, m)[k] * 1e3:.2f}</td>"
-                                                  for k in STATS) + "</tr>"
-            for m in ("ttft", "tpot", "itl", "e2e"))
-        return (f"<p><b>{self.workload}</b> on {self.device}, {self.engine}, {self.layout}: "
-                f"{self.output_tokens_per_s:.0f} output tok/s, {self.requests_per_s:.2f} "
-                f"req/s</p><table><tr><th>ms</th>"
-                + "".join(f"<th>{k}</th>" for k in STATS) + f"</tr>{rows}</table>")
-
     def __repr__(self) -> str:
         return (f"LoadEstimate({self.workload} on {self.device}, {self.engine}: TTFT p50 "
                 f"{self.ttft['p50'] * 1e3:.1f} ms, TPOT p50 {self.tpot['p50'] * 1e3:.2f} ms, "
