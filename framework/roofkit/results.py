@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 import html
 import math
+import sys
 from collections.abc import Callable
 
 import attrs
-import numpy as np
 
 
 @attrs.frozen
@@ -57,7 +57,7 @@ class Headline:
         if v is None:
             return "-"
         dim = _DIMENSION.get(self.unit)
-        if dim is not None and not isinstance(v, np.ndarray):
+        if dim is not None and not _is_array(v):
             from .units import fmt
 
             return fmt(float(v), dim)
@@ -81,7 +81,9 @@ def sig(value, digits: int = 4) -> str:
     Arrays show their range; None and non-finite values print as '-' and 'inf'."""
     if value is None:
         return "-"
-    if isinstance(value, np.ndarray):
+    if _is_array(value):
+        import numpy as np
+
         if value.size == 0:
             return "[]"
         if value.size == 1:
@@ -226,7 +228,17 @@ class Result:
                 "</table>")
 
 
+def _is_array(v) -> bool:
+    """Whether ``v`` is a numpy array (numpy is not imported for the question: a value can
+    be one only once something imported numpy)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(v, np.ndarray)
+
+
 def _plain(v):
+    np = sys.modules.get("numpy")
+    if np is None:
+        return v
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, np.generic):
