@@ -118,6 +118,14 @@ class ServingEstimate(Result):
             e += float(np.sum(np.broadcast_to(dec.energy, (steps,))))
         return self.tp * (e + _energy(pre.tdp, 0.0, host_time))  # idle on the host
 
+    @property
+    def energy_measured_model(self) -> float:
+        """J on the per-op energy model (:func:`roofkit.energy.serving_energy`); the TDP
+        model's :attr:`energy` where the device has no per-op constants."""
+        from ..energy import serving_energy
+
+        return serving_energy(self)
+
     HEADLINE = (
         Headline("ttft", "ms", "ttft_ms", "time to first token"),
         Headline("itl", "ms", "itl_ms", "inter-token latency"),
@@ -217,6 +225,7 @@ class ServingEstimate(Result):
             "e2e_ms": self.e2e_ms, "output_tokens_per_s": self.output_tokens_per_s,
             "output_tokens_per_s_per_device": self.output_tokens_per_s / self.tp,
             "energy_j": self.energy,
+            "energy_measured_model_j": self.energy_measured_model,
             "energy_per_output_token_j": self.energy_per_output_token,
             "fits": self.fits,
             "max_batch": self.max_batch(),
