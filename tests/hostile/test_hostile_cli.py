@@ -44,8 +44,9 @@ FAILURES = [
     (["scenario", "--kind", "nope"], 1, "unknown_name", "scenario kind"),
     (["serve", "llama-3.1-70b", D, "--max-load"], 2, "does_not_fit", "does not fit"),
     # names checked before a minute of measurement, and no path out of --out
-    (["calibrate", "--device", "h10"], 1, "unknown_name", "Unknown device 'h10'"),
-    (["calibrate", "--name", "../../outside"], 1, "bad_argument", "name must be a spec key"),
+    (["calibrate", "--device", "h10", "--out", "cal"], 1, "unknown_name", "Unknown device 'h10'"),
+    (["calibrate", "--name", "../../outside", "--out", "cal"], 1, "bad_argument",
+     "name must be a spec key"),
 ]
 
 
