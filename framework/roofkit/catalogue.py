@@ -245,14 +245,15 @@ def load_spec(kind: SpecKind, ref: str | Path, converter, tables) -> object:
     return obj
 
 
-def check_paths(paths, converter, tables, layers=(), cache=None
+def check_paths(paths, converter, tables, layers=None, cache=None
                 ) -> tuple[int, list[Problem], list[Problem]]:
     """``roofkit check``: every spec file under ``paths``, each read as the kind its folder
     or marker says, structured, then stacked as the last layers over ``layers`` (the
-    catalogue's own, less the files being checked) and cross-checked against the catalogue
-    they would join: its own circuits, op rules and devices included, a broken file hiding
-    no other's problems. Every conflict loading would refuse (a name or alias taken from an
-    earlier layer without ``overrides``, two files with one name) is reported.
+    catalogue's own, less the files being checked; without ``layers``, the catalogues in
+    ``tables``) and cross-checked against the catalogue they would join: its own circuits,
+    op rules and devices included, a broken file hiding no other's problems. Every conflict
+    loading would refuse (a name or alias taken from an earlier layer without
+    ``overrides``, two files with one name) is reported.
     (files checked, problems in them, warnings: findings that do not stop loading)."""
     problems: list[Problem] = []
     checked: list[tuple[str, list[tuple[SpecKind, Path]]]] = []
@@ -270,11 +271,15 @@ def check_paths(paths, converter, tables, layers=(), cache=None
         seen.update(str(f) for _, f in files)
         n += len(files)
         checked.append((f"checked {raw}", files))
-    base = []
-    for label, path in layers:
+    base, seed = [], None
+    if layers is None:  # the catalogues of ``tables`` are the layers below
+        seed = {folder: {k: e for k, e in cat._entries.items() if str(e.origin) not in seen}
+                for folder, cat in tables.items() if isinstance(cat, Catalogue)}
+        tables = {k: v for k, v in tables.items() if not isinstance(v, Catalogue)}
+    for label, path in layers or ():
         files, _ = files_of(path)
         base.append((label, [(k, f) for k, f in files if str(f) not in seen]))
-    cats, found = _load_files(base + checked, converter, cache, tables, only=seen)
+    cats, found = _load_files(base + checked, converter, cache, tables, only=seen, seed=seed)
     problems += [p for p in found if p.file in seen]
     warnings: list[Problem] = []
     every = {**tables, **cats}
@@ -398,6 +403,7 @@ def _stack(kind: SpecKind, below: dict[str, Entry], layer: dict[str, Entry], pro
         for a in e.claims:
             owner.setdefault(a, key)
     kept: dict[str, Entry] = {}
+    taking: dict[str, list[str]] = {}  # key -> specs it takes without overrides (reported)
     for key, e in layer.items():
         for o in e.overrides:
             if o not in below:
@@ -406,7 +412,6 @@ def _stack(kind: SpecKind, below: dict[str, Entry], layer: dict[str, Entry], pro
                 problems.append(Problem(str(e.origin), OVERRIDES, (
                     f"overrides {o!r}, but no earlier layer has {a_noun(kind.noun)} "
                     f"{o!r}{hint}")))
-        ok = True
         for name in (key, *e.claims):
             taken = owner.get(name)
             if taken is None or taken in e.overrides:
@@ -416,12 +421,11 @@ def _stack(kind: SpecKind, below: dict[str, Entry], layer: dict[str, Entry], pro
                 f"{a_noun(kind.noun)} {key!r} takes {name!r} from {_shown(below[taken])}; "
                 f"write {OVERRIDES} = \"{taken}\" in {e.origin.name} to replace it, or choose "
                 f"another {'name' if what == 'name' else 'alias'}")))
-            ok = False
-        if ok:
-            kept[key] = e
-    for e in kept.values():
+            taking.setdefault(key, []).append(taken)
+        kept[key] = e  # kept even so: the load fails on the problem, and check goes on
+    for key, e in kept.items():
         inherited = list(e.claims)
-        for o in e.overrides:
+        for o in (*e.overrides, *taking.get(key, ())):
             gone = below.pop(o, None)
             if gone is not None:  # whatever named the replaced spec now names this one
                 inherited += [n for n in (gone.key, *gone.claims)
@@ -441,12 +445,15 @@ def load_layers(layers, converter, cache, tables) -> tuple[dict[str, Catalogue],
     return cats, problems + found
 
 
-def _load_files(layers, converter, cache, tables, only=None):
+def _load_files(layers, converter, cache, tables, only=None, seed=None):
     """Catalogues of layers given as (label, [(kind, file)...]), lowest first, and every
-    problem. ``only``: run the cross-file checks of these files alone (``check``)."""
-    entries: dict[str, dict[str, Entry]] = {k: {} for k in SPEC_KINDS}
+    problem. ``only``: run the cross-file checks of these files alone (``check``);
+    ``seed``: entries already loaded, {folder: {key: Entry}}, below every layer."""
+    seed = seed or {}
+    entries: dict[str, dict[str, Entry]] = {k: dict(seed.get(k, {})) for k in SPEC_KINDS}
     problems: list[Problem] = []
-    for rank, (label, files) in enumerate(layers):
+    start = 1 + max((e.rank for t in entries.values() for e in t.values()), default=-1)
+    for rank, (label, files) in enumerate(layers, start):
         found = _layer_entries(files, label, rank, converter, cache, problems)
         for folder, table in found.items():
             _stack(SPEC_KINDS[folder], entries[folder], table, problems)

@@ -324,3 +324,33 @@ def test_every_shipped_spec_comes_back_from_the_cache_identical():
     for folder, cat in fresh.catalogues.items():
         for key in cat:
             assert same(warm.catalogues[folder][key], cat[key]), (folder, key)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_no_change_to_the_cache_file_changes_a_loaded_spec(specs, data):
+    """Flip, drop or insert any bytes of the cache file: what loads is the file's spec."""
+    from roofkit.plain import same
+
+    fresh = _load(specs)["devices"]["h100-sxm"]
+    path = cache_file()
+    raw = bytearray(path.read_bytes())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        how = data.draw(st.sampled_from(["flip", "drop", "insert", "cut"]))
+        if how == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif how == "drop":
+            del raw[at]
+        elif how == "insert":
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        else:
+            del raw[at:]
+        if not raw:
+            break
+    path.write_bytes(bytes(raw))
+    assert same(_load(specs)["devices"]["h100-sxm"], fresh)

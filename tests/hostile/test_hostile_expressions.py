@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import time
 from pathlib import Path
 
@@ -30,15 +31,16 @@ def _doubling_rule(lets: int) -> str:
     chain = "\n".join(["[decode.let]", "l0 = \"width\""] +
                       [f"l{i} = \"l{i - 1} + l{i - 1}\"" for i in range(1, lets + 1)])
     text = text.replace("[decode]\n", f"{chain}\n\n[decode]\n", 1)
-    return text.replace('flops = "4 * rows * groups * width"', f'flops = "rows * l{lets}"', 1)
+    text = text.replace('flops = "4 * rows * groups * width"', f'flops = "rows * l{lets}"', 1)
+    return 'overrides = "rms_norm"\n' + text  # it replaces the shipped rule, and says so
 
 
 def _check(registry, tmp_path, kind, name, text):
     folder = tmp_path / kind
     folder.mkdir(exist_ok=True)
-    (folder / name).write_text(text)
+    (folder / name).write_text(_overriding(text))
     tables = {**registry._tables, **registry.catalogues}
-    return check_paths([str(tmp_path)], registry.converter, tables)[1]
+    return check_paths([str(tmp_path)], registry.converter, tables, registry.spec_layers)[1]
 
 
 @pytest.mark.parametrize("lets", [24, 60, 250])
@@ -187,3 +189,10 @@ def test_check_refuses_a_rule_that_goes_negative_on_a_workload(registry):
     problems = workload_problems(registry.workload("llama-3.1-8b"), tables)
     assert any("op rule 'linear' decode.weight_bytes is negative" in m for _, m in problems), \
         problems
+
+
+def _overriding(text: str) -> str:
+    """``text`` replacing the shipped spec of its name (``overrides``), so checking it beside
+    the catalogue reports its own problems, not the collision."""
+    name = re.search(r'^name = "([^"]+)"', text, re.M).group(1)
+    return f'overrides = "{name}"\n' + text

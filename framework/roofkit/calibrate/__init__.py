@@ -52,6 +52,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "local"
 
 
+#: a spec key the calibration may be written under (also its file name)
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
 def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str | None = None,
               name: str | None = None, out: str | Path | None = None,
               category: str = "workstation", command: str | None = None, registry=None,
@@ -63,6 +67,13 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
     replaces it. Without ``device`` a device spec is written too (``name``, default
     ``local-cpu`` or ``local-gpu``). ``backend_obj`` is a constructed backend (tests).
     """
+    # the names first: a typo must not cost a minute of measurement before its error
+    if name is not None and not (isinstance(name, str) and _KEY.fullmatch(name)):
+        from ..errors import ArgumentError, shown
+
+        raise ArgumentError(f"name must be a spec key of letters, digits, '.', '_' and '-' "
+                            f"(at most 64 characters, e.g. 'my-gpu'), got {shown(name, 80)}")
+    dev_key = _device_key(device, registry) if device is not None else None
     be = backend_obj or backend(backend_name)
     settings = Settings.for_backend(be.kind, quick)
     res = measure(be, settings, log=log)
@@ -79,7 +90,6 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
     source = f"roofkit calibrate --backend {be.name} ({when})"
     replaces = ""
     if device is not None:
-        dev_key = _device_key(device, registry)
         cal_name = name or _calibration_name(dev_key, registry)
         dev_text = None
         from ..registry import default_registry

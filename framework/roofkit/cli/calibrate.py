@@ -13,9 +13,9 @@ def register(sub) -> None:
                        description=__doc__)
     p.add_argument("--backend", default="numpy", choices=("numpy", "torch", "cupy"),
                    help="numpy: the host CPU (default); torch or cupy: a GPU (when installed)")
-    p.add_argument("--out", default="roofkit-calibration", metavar="DIR",
+    p.add_argument("--out", required=True, metavar="DIR",
                    help="folder to write calibration/ (and devices/) into; layer it with "
-                        "--spec-path DIR (default ./roofkit-calibration)")
+                        "--spec-path DIR")
     p.add_argument("--device", default=None,
                    help="the catalogued device measured (a GPU: h100-sxm); without it a "
                         "device spec is written too")

@@ -197,7 +197,10 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
         fits_total += int(fit.sum())
         idx = ok[fit]
         steps = np.asarray(r["step"])[fit]
-        for j in np.argsort(steps)[: max(top, 1)]:
+        mem = np.asarray(r["memory"])[fit]
+        # fastest first; among equal step times (to 0.1 %) the one needing less memory
+        order = np.lexsort((mem, np.round(steps / steps.min(), 3))) if steps.size else []
+        for j in order[: max(top, 1)]:
             i = idx[j]
             rows.append((float(steps[j]), n, {
                 "tp": int(cand["tp"][i]), "pp": int(cand["pp"][i]),
@@ -205,7 +208,8 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
                 "ep": int(cand["ep"][i]), "micro_batch": int(cand["mb"][i]),
                 "recompute": _recompute_name(int(cand["recompute"][i])),
                 "zero": int(cand["zero"][i])}))
-    rows.sort(key=lambda x: x[0])
+    fastest = min((x[0] for x in rows), default=1.0)
+    rows.sort(key=lambda x: round(x[0] / fastest, 3))  # stable: memory order within a tie
     at_max = [x for x in rows if x[1] == devices][:top]
     best = tuple(train(workload, cl, devices=n, global_batch=global_batch, seq_len=seq_len,
                        precision=precision, basis=basis, lora=lora, qlora=qlora,

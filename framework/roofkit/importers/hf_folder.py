@@ -61,6 +61,13 @@ def is_hub_id(name: str) -> bool:
 def find_cached(hub_id: str) -> Path | None:
     """The snapshot folder of ``hub_id`` in a local hub cache that holds its config.json:
     the revision ``refs/main`` names, else the newest snapshot."""
+    try:
+        return _find_cached(hub_id)
+    except OSError:  # an unreadable cache folder holds nothing we can use
+        return None
+
+
+def _find_cached(hub_id: str) -> Path | None:
     org, name = hub_id.split("/")
     for cache in hub_cache_dirs():
         repo = cache / f"models--{org}--{name}"
