@@ -66,8 +66,8 @@ class TrainingEstimate(Result):
     HEADLINE = (
         Headline("step_time", "s", "step_time_s"),
         Headline("tokens_per_s", "token/s", "tokens_per_s"),
-        Headline("mfu", "", "mfu", "MFU"),
-        Headline("hfu", "", "hfu", "HFU"),
+        Headline("mfu", "", "mfu"),
+        Headline("hfu", "", "hfu"),
         Headline("memory_per_device", "B", "memory_per_device_bytes"),
         Headline("energy_per_step", "J", "energy_per_step_j"),
     )
