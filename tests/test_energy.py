@@ -70,3 +70,25 @@ def test_published_energy_cases_median_errors():
     med = report["median_abs_error"]
     assert med["per_op"] == pytest.approx(0.613, abs=0.02)
     assert med["tdp"] == pytest.approx(0.440, abs=0.02)
+
+
+def test_validate_energy_cli_reports_both_models(capsys):
+    import json
+
+    from roofkit.testing import run_cli
+
+    code, out, _ = run_cli(capsys, "validate", "--kind", "energy", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert {r["case"] for r in d["rows"]} >= {"mlenergy_v3_llama31_8b_h100_bs64"}
+    assert d["median_abs_error"]["per_op"] > d["median_abs_error"]["tdp"]
+
+
+def test_serving_json_reports_the_per_op_energy_beside_the_tdp_energy():
+    import roofkit.serving as s
+
+    d = s.serve("llama-3.1-8b", "h100-sxm", batch=8).to_dict()
+    assert 0.0 < d["energy_measured_model_j"] != d["energy_j"]
+    # a device without per-op constants: the TDP model answers for both keys
+    d = s.serve("llama-3.1-8b", "a100-80gb", batch=8).to_dict()
+    assert d["energy_measured_model_j"] == d["energy_j"]

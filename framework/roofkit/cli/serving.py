@@ -55,10 +55,11 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
-    p.add_argument("--kind", choices=("serving", "training", "load"), default="serving",
-                   help="serving (specs/validation), training (specs/training) or load (the "
+    p.add_argument("--kind", choices=("serving", "training", "load", "energy"),
+                   default="serving",
+                   help="serving (specs/validation), training (specs/training), load (the "
                         "serving-under-load cases of specs/load_cases, predicted by the "
-                        "simulator)")
+                        "simulator) or energy (specs/energy_cases, per-op and TDP models)")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
                    help="with --kind load: only this case (repeatable)")
     p.set_defaults(func=cmd_validate)
@@ -224,6 +225,10 @@ def cmd_validate(args) -> int:
         from .load import validate_load
 
         return validate_load(args, reg)
+    if args.kind == "energy":
+        from .energy import validate_energy
+
+        return validate_energy(args, reg)
     report = run(registry=reg)
     if args.json:
         common.print_json(report.to_dict())

@@ -1,0 +1,29 @@
+"""``roofkit validate --kind energy``: the energy cases on the per-op and TDP models."""
+
+from __future__ import annotations
+
+from . import common
+
+
+def validate_energy(args, reg) -> int:
+    from ..energy_cases import run
+
+    report = run(registry=reg)
+    if args.json:
+        common.print_json(report)
+        return 0
+    rows = [[r["case"], r["metric"], f"{r['measured']:.4g}", f"{r['per_op']:.4g}",
+             f"{r['per_op_error']:+.1%}", f"{r['tdp']:.4g}", f"{r['tdp_error']:+.1%}", r["model"]]
+            for r in report["rows"]]
+    headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model"]
+    if args.markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "---|" * len(headers))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        print(common.table(rows, headers, "llrrrrrl"))
+    med = report["median_abs_error"]
+    print(f"\nerror = predicted / measured - 1; median |error|: per-op {med['per_op']:.1%}, "
+          f"TDP model {med['tdp']:.1%} over {len(rows)} cases (docs/energy.md)")
+    return 0
