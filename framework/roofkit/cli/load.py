@@ -154,7 +154,8 @@ def cmd_plan(args) -> int:
                            "lllrrrrrll"))
     for v in r.verified:
         sim = v["simulated"]
-        print(f"simulated (steady state, {sim['warmup_requests']} warm-up requests dropped) "
+        print(f"simulated (steady state: {sim['kept_requests']} requests, {sim['warmup_requests']}"
+              f" of warm-up and of drain dropped) "
               f"{v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
               f"TTFT p90 {sim['ttft_ms']['p90']:.0f} ms, TPOT p90 {sim['tpot_ms']['p90']:.1f} "
               f"ms, {sim['output_tokens_per_s_per_device']:.0f} tok/s/dev, SLO "

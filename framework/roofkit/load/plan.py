@@ -23,9 +23,9 @@ KV of ``C`` sequences do not fit (``C (I + O/2)`` tokens held as the cache grows
 it misses the SLO. The survivors are ranked by output tokens/s per device, their Pareto
 front of tokens/s per device against tokens/s per user is marked, and the best few are
 re-run through the step simulator (``roofkit.simulate``) in their steady state (arrivals
-evenly spaced at the screened request rate, percentiles after a warm-up of one request
-lifetime), so the table shows simulated percentiles beside the screening estimate and a
-configuration the simulation says misses the SLO is ranked after the others.
+evenly spaced at the screened request rate, percentiles without the warm-up and the drain,
+one request lifetime each), so the table shows simulated percentiles beside the screening
+estimate and a configuration the simulation says misses the SLO is ranked after the others.
 """
 
 from __future__ import annotations
@@ -435,7 +435,8 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
              "(module roofkit.load.plan), arrivals spread evenly over a request's life",
              "verification: the step simulator fed arrivals evenly spaced at the screened "
              "request rate (an open loop in steady state), percentiles over the requests "
-             "after a warm-up of one request lifetime (the first C sequences); "
+             "after a warm-up and before a drain of one request lifetime each (the first "
+             "and last C requests); "
              f"{demoted} configuration(s) the simulation says miss the SLO ranked last",
              f"engine profile: {engine or 'none'}")
     return PlanResult(workload=w.name, slo=slo, input_len=int(input_len),
@@ -446,9 +447,10 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
 def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
     """Simulate row ``r`` in its steady state: ``N = max(5 C, 64)`` requests arriving every
     ``1 / rate`` s, ``rate = tokens/s/device x devices / O`` (the screened request rate), and
-    the percentiles of the requests after the first ``C`` (one request lifetime ``C / rate``
-    = ``O x TPOT``: the warm-up of an empty engine); tokens/s over the span in which those
-    finish, ``(n_kept - 1) O / (last finish - first finish)``."""
+    the percentiles of the requests but the first and the last ``C`` (one request lifetime
+    ``C / rate`` = ``O x TPOT`` each: the warm-up of an empty engine, the drain after the last
+    arrival); tokens/s over the span in which those finish,
+    ``(n_kept - 1) O / (last finish - first finish)``."""
     import json
     import tempfile
     from pathlib import Path
@@ -477,7 +479,10 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
                          encoding="utf-8")
         sim = simulate(w, r["device"], trace=trace, **kw)
     per = sim.per_request
-    keep = np.argsort(per["arrival_s"], kind="stable")[min(total, n - 1):]
+    # drop one lifetime at each end: the warm-up of an empty engine and the drain after the
+    # last arrival (a shrinking batch), so every kept request ran in the steady state
+    cut = min(total, (n - 1) // 3)
+    keep = np.argsort(per["arrival_s"], kind="stable")[cut:n - cut]
     got = {m: _stats(per[f"{m}_s"][keep]) for m in ("ttft", "tpot", "e2e")}
     got["itl"] = got["tpot"]  # as the screening compares it
     met = all(got[k.split("_")[0]][k.split("_")[1]] <= v for k, v in slo.items())
@@ -491,5 +496,5 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
                           "e2e_ms": {k: x * 1e3 for k, x in got["e2e"].items()},
                           "output_tokens_per_s_per_device": steady,
                           "slo_met": bool(met), "requests_rate_per_s": rate,
-                          "warmup_requests": int(min(total, n - 1)),
+                          "warmup_requests": int(cut), "kept_requests": len(keep),
                           "arrivals": "evenly spaced at the screened rate"}}
