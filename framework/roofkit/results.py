@@ -221,7 +221,7 @@ class Result:
                        for n, t in self._lines())
         basis = e(_short(getattr(self, "basis", ""), 200))
         plugins = e(", ".join(getattr(self, "plugins", ()) or ()))
-        return (f"<table class='roofkit-result'><caption>{e(type(self).__name__)}: "
+        return (f"<table><caption>{e(type(self).__name__)}: "
                 f"{e(self.title())}</caption>{rows}"
                 f"<tr><th style='text-align:left'>basis</th><td>{basis}</td></tr>"
                 f"<tr><th style='text-align:left'>plugins</th><td>{plugins}</td></tr>"

@@ -121,3 +121,15 @@ def test_commands_given_a_fifo_answer_with_a_located_error(tmp_path, capsys, arg
     with deadline(30):
         code, _, err = run_cli(capsys, *(a.format(x=fifo) for a in argv), plugins=False)
     assert code == 1 and "FIFO" in err and str(fifo) in err and "Traceback" not in err
+
+
+def test_a_fifo_named_like_safetensors_is_refused_not_read(tmp_path):
+    import os
+
+    from roofkit.errors import SpecError
+    from roofkit.importers.hf_folder import safetensors_elements
+
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError, match="not a regular file"):
+        safetensors_elements(fifo)

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -128,7 +129,15 @@ def _hub_id_of(folder: Path) -> str | None:
 
 
 def safetensors_elements(path: Path) -> int:
-    """Elements of every tensor in one safetensors file, from its JSON header alone."""
+    """Elements of every tensor in one safetensors file, from its JSON header alone (a
+    regular file only: a FIFO or a device under the name is refused, never read)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise SpecError(Problem(str(path), None, f"cannot read: {exc.strerror}")) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError(Problem(str(path), None, "not a regular file (a FIFO, device or "
+                                                  "folder): roofkit reads only regular files"))
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) != 8:
@@ -138,7 +147,7 @@ def safetensors_elements(path: Path) -> int:
             raise SpecError(Problem(str(path), None, "not a safetensors file (header size)"))
         try:
             header = json.loads(f.read(n))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise SpecError(Problem(str(path), None, f"unreadable safetensors header: {exc}")) \
                 from None
     return sum(math.prod(t["shape"]) for k, t in header.items() if k != "__metadata__")

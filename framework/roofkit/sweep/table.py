@@ -291,7 +291,7 @@ class SweepTable(Result):
         body = "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>" for r in rows)
         more = (f"<tr><td colspan='{len(cols)}'>... {self._n - len(rows)} more rows</td></tr>"
                 if self._n > len(rows) else "")
-        return (f"<table class='roofkit-result'><caption>SweepTable: {e(self.title())}; basis "
+        return (f"<table><caption>SweepTable: {e(self.title())}; basis "
                 f"{e(self.basis or '-')}</caption><tr>{head}</tr>{body}{more}</table>")
 
 
