@@ -40,7 +40,7 @@ def test_the_pareto_front_is_not_dominated(result):
     for p in front:
         assert not any(r["output_tokens_per_s_per_device"] > p["output_tokens_per_s_per_device"]
                        and r["output_tokens_per_s_per_user"] > p["output_tokens_per_s_per_user"]
-                       for r in result.rows)
+                       for r in result.rows if r.get("verified") != "missed")
 
 
 def test_the_best_is_verified_by_the_simulator(result):
@@ -54,7 +54,10 @@ def test_the_best_is_verified_by_the_simulator(result):
 def test_an_executor_gives_the_same_ranking(result):
     with ThreadPoolExecutor(2) as ex:
         again = roofkit.plan("llama-3.1-8b", ["h100"], verify=0, executor=ex, **KW)
-    assert again.rows == result.rows
+    def screened(rows):  # the simulated verdict is the verification's, not the screening's
+        return [{k: v for k, v in r.items() if k != "verified"} for r in rows]
+
+    assert screened(again.rows) == screened(result.rows)
 
 
 def test_plan_cli_json(capsys):
@@ -77,3 +80,79 @@ def test_a_moe_gets_expert_parallel_layouts():
                      precisions=["fp8"], verify=0, disagg=False)
     ep = [x for x in r.rows if x.get("ep") == 2]
     assert ep and all(x["devices"] == 2 and x["layout"] == "EP2 attention-DP2" for x in ep)
+
+
+def test_verification_runs_the_steady_state_and_demotes_a_miss(result):
+    v = result.verified[0]
+    sim = v["simulated"]
+    # arrivals at the screened rate: tokens/s/device x devices / output length
+    best = next(r for r in result.rows if r["layout"] == v["layout"]
+                and r["concurrency"] == v["concurrency"] and r["device"] == v["device"]
+                and r["precision"] == v["precision"])
+    assert sim["requests_rate_per_s"] == pytest.approx(
+        best["output_tokens_per_s_per_device"] * best["devices"] / KW["output_len"])
+    total = best["concurrency"] * best.get("decode_workers", 1)
+    n = max(5 * total, 64)
+    cut = min(total, (n - 1) // 3)
+    assert sim["warmup_requests"] == cut and sim["kept_requests"] == n - 2 * cut
+    assert best["verified"] == ("met" if sim["slo_met"] else "missed")
+    # the ranking puts every configuration the simulation says misses the SLO last
+    flags = [r.get("verified") == "missed" for r in result.rows]
+    assert flags == sorted(flags)
+    assert any("warm-up" in n for n in result.notes)
+
+
+def test_a_configuration_the_simulation_misses_is_demoted(monkeypatch):
+    import importlib
+
+    plan_mod = importlib.import_module("roofkit.load.plan")
+
+    real = plan_mod._verify
+    calls = []
+
+    def first_misses(*args):
+        v = real(*args)
+        calls.append(v["layout"])
+        if len(calls) == 1:
+            v["simulated"]["slo_met"] = False
+        return v
+
+    monkeypatch.setattr(plan_mod, "_verify", first_misses)
+    r = roofkit.plan("llama-3.1-8b", ["h100"], verify=1, **KW)
+    screened_best = max(r.rows, key=lambda x: x["output_tokens_per_s_per_device"])
+    assert screened_best["verified"] == "missed" and not screened_best["pareto"]
+    assert r.rows[-1] is screened_best
+    # the next one was verified in its place, and now leads
+    assert len(calls) == 2 and r.best["verified"] == "met"
+    assert any("1 configuration(s)" in n for n in r.notes)
+
+
+def test_plan_plot_marks_the_pareto_front(result, tmp_path):
+    pytest.importorskip("matplotlib")
+    import xml.etree.ElementTree as ET
+
+    from roofkit import plot
+
+    text = plot.save(result.plot(), tmp_path / "plan.svg").read_text()
+    root = ET.fromstring(text)
+    svg = "{http://www.w3.org/2000/svg}"
+    front = next(e for e in root.iter() if e.get("id") == "pareto")
+    assert len(list(front.iter(f"{svg}use"))) == len(result.pareto) >= 1
+    groups = {e.get("id") for e in root.iter() if (e.get("id") or "").startswith("group-")}
+    assert groups == {"group-h100-sxm_aggregated", "group-h100-sxm_disaggregated"}
+    assert "output tokens/s per device" in text and "output tokens/s per user" in text
+
+
+def test_plan_cli_plot_writes_the_file(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    out_file = tmp_path / "plan.png"
+    code, out, _ = run_cli(capsys, "plan", "llama-3.1-8b", "--devices", "h100",
+                           "--max-devices", "1", "--input-len", "256", "--output-len", "64",
+                           "--slo", "ttft_p90=2s,tpot_p90=50ms", "--verify", "0",
+                           "--plot", str(out_file))
+    assert code == 0 and f"wrote {out_file}" in out
+    assert out_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = run_cli(capsys, "plan", "llama-3.1-8b", "--devices", "h100",
+                           "--input-len", "256", "--output-len", "64", "--slo",
+                           "ttft_p90=2s", "--plot", str(tmp_path / "plan.gif"))
+    assert code == 1 and ".png, .svg or .pdf" in err

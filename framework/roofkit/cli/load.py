@@ -3,6 +3,8 @@ configurations for an SLO) and ``engines`` (the engine profiles)."""
 
 from __future__ import annotations
 
+import sys
+
 from ..results import sig
 from . import common
 
@@ -67,6 +69,8 @@ def register(sub) -> None:
     p.add_argument("--verify", type=int, default=3, help="re-run the best N through the "
                    "simulator (default 3)")
     p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
+    p.add_argument("--plot", default=None, metavar="FILE.png|.svg", help="draw tokens/s per "
+                   "device against tokens/s per user with the Pareto front (the plot extra)")
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
@@ -116,6 +120,11 @@ def cmd_simulate(args) -> int:
 def cmd_plan(args) -> int:
     from ..load.plan import plan
 
+    if args.plot and not args.plot.lower().endswith((".png", ".svg", ".pdf")):
+        from ..errors import RoofkitError
+
+        raise RoofkitError(f"cannot write a plot as {args.plot!r}: give --plot a file ending in "
+                           ".png, .svg or .pdf")
     reg = common.registry(args)
     r = plan(args.workload, common.name_list(args.devices), input_len=args.input_len,
              output_len=args.output_len, slo=args.slo, max_devices=args.max_devices,
@@ -123,6 +132,11 @@ def cmd_plan(args) -> int:
              engine=None if args.engine == "none" else args.engine,
              disagg=not args.no_disagg, kv_cache_dtype=args.kv_cache_dtype, basis=args.basis,
              verify=args.verify, registry=reg)
+    if args.plot:
+        from .. import plot
+
+        path = plot.save(r.plot(), args.plot)
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         common.print_json(r.to_dict())
         return 0
@@ -131,14 +145,18 @@ def cmd_plan(args) -> int:
     print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
     rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
              sig(x["ttft_ms"]), sig(x["tpot_ms"]), sig(x["output_tokens_per_s_per_device"]),
-             sig(x["output_tokens_per_s_per_user"]), "*" if x["pareto"] else ""]
+             sig(x["output_tokens_per_s_per_user"]), "*" if x["pareto"] else "",
+             x.get("verified", "")]
             for x in r.rows[:args.top]]
     if rows:
         print(common.table(rows, ["device", "precision", "layout", "C", "TTFT ms", "TPOT ms",
-                                  "tok/s/dev", "tok/s/user", "pareto"], "lllrrrrrl"))
+                                  "tok/s/dev", "tok/s/user", "pareto", "simulated"],
+                           "lllrrrrrll"))
     for v in r.verified:
         sim = v["simulated"]
-        print(f"simulated {v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
+        print(f"simulated (steady state: {sim['kept_requests']} requests, {sim['warmup_requests']}"
+              f" of warm-up and of drain dropped) "
+              f"{v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
               f"TTFT p90 {sim['ttft_ms']['p90']:.0f} ms, TPOT p90 {sim['tpot_ms']['p90']:.1f} "
               f"ms, {sim['output_tokens_per_s_per_device']:.0f} tok/s/dev, SLO "
               f"{'met' if sim['slo_met'] else 'missed'}")

@@ -186,3 +186,45 @@ def validation(report, basis: str | None = None):
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
     return fig
+
+
+def plan(result):
+    """A plan's configurations meeting the SLO: output tokens/s per device against tokens/s
+    per user, a group per device and mode, the Pareto front joined point by point (``gid``
+    ``pareto``) and the configurations the simulation says miss the SLO crossed out
+    (``demoted``)."""
+    rows = result.rows
+    if not rows:
+        raise RoofkitError(f"no configuration of {result.workload} meets the SLO: nothing to "
+                           "plot (loosen --slo or raise --max-devices)")
+    fig = figure()
+    ax = fig.add_subplot()
+    x = np.array([r["output_tokens_per_s_per_user"] for r in rows], dtype=float)
+    y = np.array([r["output_tokens_per_s_per_device"] for r in rows], dtype=float)
+    groups = np.array([f"{r['device']} {r['mode']}" for r in rows], dtype=object)
+    for name in dict.fromkeys(groups.tolist()):
+        m = groups == name
+        points = ax.scatter(x[m], y[m], s=14, alpha=0.6, label=str(name))
+        points.set_gid(gid("group", name))
+    front = np.array([bool(r["pareto"]) for r in rows])
+    order = np.argsort(x[front])
+    (line,) = ax.plot(x[front][order], y[front][order], "-", color="black", lw=1.2,
+                      marker="D", ms=4, label=f"Pareto front ({int(front.sum())})")
+    line.set_gid("pareto")
+    missed = np.array([r.get("verified") == "missed" for r in rows])
+    if missed.any():
+        cross = ax.scatter(x[missed], y[missed], s=60, marker="x", color="red",
+                           label=f"simulation misses the SLO ({int(missed.sum())})")
+        cross.set_gid("demoted")
+    for axis, values in (("x", x), ("y", y)):
+        finite = values[np.isfinite(values) & (values > 0)]
+        if len(finite) and finite.max() > 100 * finite.min():
+            log_axis(ax, axis)
+    ax.set_xlabel("output tokens/s per user")
+    ax.set_ylabel("output tokens/s per device")
+    slo = ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in result.slo.items())
+    ax.set_title(f"{result.workload}: input {result.input_len}, output {result.output_len}; "
+                 f"SLO {slo}", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig

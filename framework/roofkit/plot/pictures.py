@@ -5,7 +5,8 @@ from __future__ import annotations
 from . import charts, roofline
 
 DRAW = {"roofline": roofline.roofline, "sweep": charts.sweep, "breakdown": charts.breakdown,
-        "serve": charts.serve, "memory": charts.memory, "validation": charts.validation}
+        "serve": charts.serve, "memory": charts.memory, "validation": charts.validation,
+        "plan": charts.plan}
 
 KINDS_OF = {
     "PerformanceProfile": ("roofline",),
@@ -14,4 +15,5 @@ KINDS_OF = {
     "ServingEstimate": ("serve", "breakdown"),
     "Report": ("validation",),
     "SweepTable": ("sweep",),
+    "PlanResult": ("plan",),
 }
