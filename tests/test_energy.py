@@ -92,3 +92,20 @@ def test_serving_json_reports_the_per_op_energy_beside_the_tdp_energy():
     # a device without per-op constants: the TDP model answers for both keys
     d = s.serve("llama-3.1-8b", "a100-80gb", batch=8).to_dict()
     assert d["energy_measured_model_j"] == d["energy_j"]
+
+
+def test_energy_tables_refuse_nan_and_non_regular_files(tmp_path):
+    import os
+
+    from roofkit.energy import load_table
+    from roofkit.errors import SpecError
+
+    bad = tmp_path / "e.toml"
+    bad.write_text('[h100-sxm]\np_idle = "80 W"\ne_byte_hbm = nan\n'
+                   '[h100-sxm.sources]\np_idle = "x"\n')
+    with pytest.raises(SpecError, match="e_byte_hbm"):
+        load_table(bad)
+    fifo = tmp_path / "f.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError, match="f.toml"):
+        load_table(fifo)

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import units
 from .errors import SpecError
+from .files import read_spec_bytes
 from .paths import builtin_specs_dir
 
 __all__ = ["EnergyConstants", "constants", "load_table", "model_name", "serving_energy",
@@ -46,8 +47,8 @@ class EnergyConstants:
 def load_table(path: Path) -> dict[str, EnergyConstants]:
     """Read an energy-constants TOML (see ``specs/energy/devices.toml``)."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_spec_bytes(path).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SpecError(f"{path}: cannot read the energy constants ({exc})") from exc
     table = {}
     for name, row in data.items():
@@ -63,8 +64,9 @@ def load_table(path: Path) -> dict[str, EnergyConstants]:
         except (ValueError, TypeError) as exc:
             raise SpecError(f"{path}: [{name}] p_idle must be a power such as '80 W' and "
                             f"e_byte_hbm a number of pJ/bit ({exc})") from exc
-        if p_idle < 0.0 or e_bit < 0.0:
-            raise SpecError(f"{path}: [{name}] p_idle and e_byte_hbm must be >= 0")
+        if not (0.0 <= p_idle <= 1e6 and 0.0 <= e_bit <= 1e4):  # NaN fails both
+            raise SpecError(f"{path}: [{name}] p_idle must be in [0, 1 MW] and e_byte_hbm "
+                            "in [0, 10,000] pJ/bit")
         if not row.get("sources"):
             raise SpecError(f"{path}: [{name}] has no [{name}.sources]; every constant "
                             "needs its source")

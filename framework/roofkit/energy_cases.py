@@ -15,6 +15,7 @@ import attrs
 
 from . import energy
 from .errors import SpecError
+from .files import read_spec_bytes
 from .paths import builtin_specs_dir
 
 __all__ = ["EnergyCase", "load_cases", "predict", "run"]
@@ -45,15 +46,18 @@ def load_cases(folder: Path | None = None) -> list[EnergyCase]:
     folder = builtin_specs_dir() / "energy_cases" if folder is None else Path(folder)
     cases = []
     for path in sorted(folder.glob("*.toml")):
-        data = tomllib.loads(path.read_text())
+        try:
+            data = tomllib.loads(read_spec_bytes(path).decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise SpecError(f"{path}: not readable TOML ({exc})") from None
         missing = [k for k in _KEYS if k not in data]
         if missing:
             raise SpecError(f"{path}: missing {', '.join(missing)}; an energy case names "
                             "its config, its measured value, the url and the quoted place")
         if data["metric"] not in METRICS:
             raise SpecError(f"{path}: metric {data['metric']!r} is not one of {METRICS}")
-        if not float(data["measured"]) > 0.0:
-            raise SpecError(f"{path}: measured must be > 0")
+        if not 0.0 < float(data["measured"]) < 1e12:  # NaN and inf fail too
+            raise SpecError(f"{path}: measured must be a finite number > 0")
         unknown = set(data) - set(_KEYS) - {"engine", "tp"}
         if unknown:
             raise SpecError(f"{path}: unknown keys {sorted(unknown)}")
