@@ -26,10 +26,11 @@ def register(sub) -> None:
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel devices per replica")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages per replica (one "
                    "node; pp virtual engines)")
-    p.add_argument("--ep", type=int, default=1, help="expert parallelism over EP ranks with "
-                   "attention data parallelism (DeepSeek-style, one node)")
-    p.add_argument("--attention-dp", type=int, default=None, help="attention data-parallel "
-                   "ranks (equal to --ep)")
+    p.add_argument("--ep", type=common.count(1), default=1,
+                   help="expert parallelism over EP ranks with attention data parallelism "
+                        "(DeepSeek-style, one node)")
+    p.add_argument("--attention-dp", type=common.count(1), default=None,
+                   help="attention data-parallel ranks (equal to --ep)")
     p.add_argument("--dp", type=int, default=1, help="engine replicas (requests dealt "
                    "round-robin)")
     p.add_argument("--precision", default=None, help="weight format")

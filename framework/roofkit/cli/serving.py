@@ -39,9 +39,9 @@ def register(sub) -> None:
                    help="with --max-load: at most N requests in flight")
     p.add_argument("--require-fit", action="store_true",
                    help="exit 2 when weights and KV do not fit in device memory")
-    p.add_argument("--pp", type=int, default=1, help="pipeline stages (a fleet layout)")
-    p.add_argument("--ep", type=int, default=1, help="expert-parallel devices (MoE)")
-    p.add_argument("--attention-dp", type=int, default=1, metavar="D",
+    p.add_argument("--pp", type=common.count(1), default=1, help="pipeline stages (a fleet layout)")
+    p.add_argument("--ep", type=common.count(1), default=1, help="expert-parallel devices (MoE)")
+    p.add_argument("--attention-dp", type=common.count(1), default=1, metavar="D",
                    help="data-parallel attention replicas (with --ep)")
     p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
                    help="prediction interval level from out-of-sample validation residuals "
