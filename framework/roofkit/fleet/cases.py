@@ -4,16 +4,14 @@ step time and the exact place it was read."""
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import attrs
 
-from ..schema.common import check_key
+from ..schema.common import check_key, measured_problems
 from ..schema.fields import count, number, positive
 
 Metric = Literal["step_s", "tokens_per_s"]
-_URL = re.compile(r"^https?://\S+$")
 
 
 @attrs.frozen
@@ -66,12 +64,7 @@ class TrainingCase:
     notes: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if not _URL.match(self.source.url.strip()):
-            out.append(("source.url", f"a case needs the URL it was read from, got "
-                        f"{self.source.url!r}"))
-        if self.value <= 0:
-            out.append(("value", f"a measured value must be positive, got {self.value}"))
+        out = measured_problems(self.source.url, self.value)
         lo = self.layout
         if lo.tp * lo.pp * lo.cp * lo.dp != self.devices:
             out.append(("layout", f"tp * pp * cp * dp = {lo.tp * lo.pp * lo.cp * lo.dp} is "

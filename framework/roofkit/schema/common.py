@@ -200,3 +200,17 @@ def _sets(get, path: str) -> bool:
         else:
             return False
     return not (value is None or value == {} or value == () or value == [])
+
+
+_URL = re.compile(r"^https?://\S+$")
+
+
+def measured_problems(url: str, value: float) -> list[tuple[str, str]]:
+    """The checks every measured case kind shares: the URL it was read from, and a
+    positive measured value."""
+    out = []
+    if not _URL.match(url.strip()):
+        out.append(("source.url", f"a case needs the URL it was read from, got {url!r}"))
+    if not value > 0:
+        out.append(("value", f"a measured value must be positive, got {value}"))
+    return out

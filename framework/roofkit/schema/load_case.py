@@ -4,18 +4,16 @@ request pattern the simulator runs (:mod:`roofkit.load.validation` predicts them
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import attrs
 
-from .common import check_key
+from .common import check_key, measured_problems
 from .fields import count, number, positive
 
 Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
                  "requests_per_s"]
 Statistic = Literal["mean", "p50", "p90", "p99"]
-_URL = re.compile(r"^https?://\S+$")
 
 #: metric -> the family its error is summarised in
 FAMILIES = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "tpot", "e2e_ms": "e2e",
@@ -66,12 +64,7 @@ class LoadCase:
     unscored: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if not _URL.match(self.source.url.strip()):
-            out.append(("source.url", f"a case needs the URL it was read from, got "
-                        f"{self.source.url!r}"))
-        if self.value <= 0:
-            out.append(("value", f"a measured value must be positive, got {self.value}"))
+        out = measured_problems(self.source.url, self.value)
         c = self.config
         if (c.concurrency is None) == (c.rate is None):
             out.append(("config", "give exactly one of config.concurrency and config.rate"))

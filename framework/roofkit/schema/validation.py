@@ -8,13 +8,12 @@ parallelism, batch, lengths) and where the number was read (URL, place, notes).
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import attrs
 
 from ..errors import closest
-from .common import check_key
+from .common import check_key, measured_problems
 from .fields import count, number, positive
 
 Kind = Literal["serving", "throughput", "kernel", "training"]
@@ -36,7 +35,6 @@ METRICS = {
     "samples_per_s": "samples per second",
 }
 
-_URL = re.compile(r"^https?://\S+$")
 
 #: devices of one run: ~6x the largest published training run (Llama 3 405B: 16,384 GPUs)
 MAX_DEVICES = 100_000
@@ -129,12 +127,7 @@ class ValidationCase:
         return max(1, -(-max(self.config.gpus, self.config.tp) // per_node))
 
     def problems(self) -> list[tuple[str, str]]:
-        out = []
-        if not _URL.match(self.source.url.strip()):
-            out.append(("source.url", f"a case needs the URL it was read from, got "
-                        f"{self.source.url!r}"))
-        if not self.value > 0:
-            out.append(("value", f"a measured value must be positive, got {self.value}"))
+        out = measured_problems(self.source.url, self.value)
         if self.metric == "mfu" and self.value > 1:
             out.append(("value", f"an mfu is a fraction in (0, 1], got {self.value}"))
         c = self.config
