@@ -214,3 +214,25 @@ def measured_problems(url: str, value: float) -> list[tuple[str, str]]:
     if not value > 0:
         out.append(("value", f"a measured value must be positive, got {value}"))
     return out
+
+
+def catalogue_problems(case, tables) -> list[tuple[str, str]]:
+    """A measured case's ``workload`` and ``device`` that no catalogue in ``tables`` holds."""
+    out = []
+    for field, table in (("workload", "workloads"), ("device", "devices")):
+        cat = tables.get(table)
+        name = getattr(case, field)
+        if cat is not None and name not in cat:
+            out.append((field, f"unknown {field} {name!r} (not in the {table} catalogue)"))
+    return out
+
+
+def precision_problems(config, tables) -> list[tuple[str, str]]:
+    """A case config's ``precision`` and ``kv_dtype`` that name no registered precision."""
+    out = []
+    precisions = tables.get("precisions", {})
+    for f in ("precision", "kv_dtype"):
+        v = getattr(config, f)
+        if v is not None and precisions and v.lower() not in precisions:
+            out.append((f"config.{f}", f"unknown precision {v!r}"))
+    return out

@@ -8,7 +8,7 @@ from typing import Literal
 
 import attrs
 
-from .common import check_key, measured_problems
+from .common import catalogue_problems, check_key, measured_problems, precision_problems
 from .fields import count, number, positive
 
 Metric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
@@ -79,21 +79,11 @@ class LoadCase:
 
 def check(case: LoadCase, tables) -> list[tuple[str, str]]:
     """Cross-checks: the workload, device, engine profile and precisions exist."""
-    out = []
-    for field, table in (("workload", "workloads"), ("device", "devices")):
-        cat = tables.get(table)
-        if cat is not None and getattr(case, field) not in cat:
-            out.append((field, f"unknown {field} {getattr(case, field)!r} (not in the "
-                        f"{table} catalogue)"))
+    out = catalogue_problems(case, tables)
     engines = tables.get("engines")
     if engines is not None and case.config.profile not in engines:
         out.append(("config.profile", f"unknown engine profile {case.config.profile!r}; "
                     f"one of {', '.join(sorted(engines))}"))
-    precisions = tables.get("precisions", {})
-    for f in ("precision", "kv_dtype"):
-        v = getattr(case.config, f)
-        if v is not None and precisions and v.lower() not in precisions:
-            out.append((f"config.{f}", f"unknown precision {v!r}"))
-    return out
+    return out + precision_problems(case.config, tables)
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 import attrs
 
 from ..errors import closest
-from .common import check_key, measured_problems
+from .common import catalogue_problems, check_key, measured_problems, precision_problems
 from .fields import count, number, positive
 
 Kind = Literal["serving", "throughput", "kernel", "training"]
@@ -149,12 +149,7 @@ class ValidationCase:
 
 def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
     """Cross-checks against the registry: the workload, device and precisions exist."""
-    out = []
-    for field, table in (("workload", "workloads"), ("device", "devices")):
-        cat = tables.get(table)
-        name = getattr(case, field)
-        if cat is not None and name not in cat and not case.not_predicted:
-            out.append((field, f"unknown {field} {name!r} (not in the {table} catalogue)"))
+    out = [] if case.not_predicted else catalogue_problems(case, tables)
     cals = tables.get("calibration")
     runtime = case.config.runtime
     if runtime and cals is not None:
@@ -165,9 +160,4 @@ def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
             hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
             out.append(("config.runtime", f"runtime {runtime!r} names no engine profile of the "
                         f"host calibration; {hint}profiles: {', '.join(engines) or 'none'}"))
-    precisions = tables.get("precisions", {})
-    for f in ("precision", "kv_dtype"):
-        v = getattr(case.config, f)
-        if v is not None and precisions and v.lower() not in precisions:
-            out.append((f"config.{f}", f"unknown precision {v!r}"))
-    return out
+    return out + precision_problems(case.config, tables)
