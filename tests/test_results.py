@@ -116,7 +116,7 @@ def test_decode_frame_has_a_row_per_node_summing_to_the_step(registry):
 
 def test_sweep_table_follows_the_convention(registry):
     table = roofkit.sweep("llama-3.1-8b", ["h100", "b200"], ["fp8"], batch_sizes=[1, 8, 64],
-                          contexts=[2048], mode="decode", registry=registry)
+                          contexts=[2048], mode="decode", basis="datasheet", registry=registry)
     assert isinstance(table, Result)
     q = table.q.itl
     assert np.allclose(q.to("s").magnitude, table["itl_ms"] / 1e3)

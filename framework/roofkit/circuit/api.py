@@ -10,7 +10,9 @@ returns a result with per-node rows, totals and the basis of its numbers::
 Settings (keyword arguments): ``kv_cache_dtype`` (bf16, fp8...), ``ssm_h_dtype`` (f32,
 f16, f16-pool, bf16: the GatedDeltaNet state), ``formats={"experts": "nvfp4",
 "activations": "fp8"}`` (see :mod:`roofkit.circuit.formats`; a role the circuit lacks is
-refused), ``basis`` ("datasheet" or "calibrated"), ``draft`` (count a draft/MTP section's
+refused), ``basis`` ("datasheet", "calibrated" or "auto", the default: calibrated where
+the device has a calibration in ``specs/calibration/``, else datasheet; the result records
+the basis chosen), ``draft`` (count a draft/MTP section's
 weights in the memory check; default True) and ``conv_windows`` (count the conv1d windows
 of recurrent layers in the memory check; default False, as the reference). ``cost_model``
 defaults by basis: ``roofline`` (max of compute and memory) on the datasheet basis,
@@ -104,7 +106,7 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
     if ssm is not None and not isinstance(ssm, str):
         raise ArgumentError(f"ssm_h_dtype must be a format name such as 'f32', got "
                             f"{shown(ssm, 80)} ({type(ssm).__name__})")
-    basis = settings.get("basis", "datasheet")
+    basis = settings.get("basis", AUTO)
     if not isinstance(basis, str) or (basis not in DEFAULT_COST_MODELS and basis != AUTO):
         raise ArgumentError(f"basis must be one of {', '.join(DEFAULT_COST_MODELS)} or "
                             f"{AUTO!r} (calibrated where the device has a calibration, else "
@@ -112,10 +114,13 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
 
 
 def _auto_basis(reg, device, settings: dict) -> dict:
-    """``basis="auto"``: the device's default basis (calibrated where it has a calibration,
-    else datasheet), written into the settings the result shows."""
-    if settings.get("basis") != AUTO or device is None:
+    """``basis="auto"`` (the default when none is given): the device's default basis
+    (calibrated where it has a calibration, else datasheet), written into the settings the
+    result shows. Without a device there is no roofline and the basis stays unset."""
+    if settings.get("basis", AUTO) != AUTO:
         return settings
+    if device is None:
+        return {k: v for k, v in settings.items() if k != "basis"}
     return {**settings, "basis": resolve_basis(AUTO, device, reg)}
 
 

@@ -33,7 +33,9 @@ def register(sub) -> None:
     p.add_argument("--capacity-factor", type=float, default=1.0)
     p.add_argument("--collective-algorithm", help="a registered collective algorithm")
     p.add_argument("--price-per-device-hour", type=float, metavar="USD")
-    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="calibrated")
+    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--search", action="store_true",
                    help="enumerate every valid layout; print the fastest that fit")
     p.add_argument("--top", type=common.count(1), default=10)

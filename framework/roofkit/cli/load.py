@@ -50,7 +50,9 @@ def register(sub) -> None:
                         "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 
@@ -72,7 +74,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
     p.add_argument("--plot", default=None, metavar="FILE.png|.svg", help="draw tokens/s per "
                    "device against tokens/s per user with the Pareto front (the plot extra)")
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
 

@@ -152,18 +152,22 @@ def _evaluate(arch, cl, basis, registry, cand, devices, global_batch, seq_len, l
 
 
 def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_len: int,
-                   precision: str = "bf16", basis: str = "calibrated", lora=None, qlora=None,
+                   precision: str = "bf16", basis: str = "auto", lora=None, qlora=None,
                    top: int = 10, fixed: dict | None = None, device_counts=None,
                    reserve: float = DEFAULT_RESERVE, executor=None, registry=None):
     """Rank every valid layout of ``workload`` on ``cluster`` for one global batch of
     ``seq_len`` tokens per sample. ``devices`` (default: the cluster's) is the largest
     count; the Pareto front also tries every halving down to one node (or ``device_counts``).
     ``executor`` (a ``concurrent.futures`` executor) spreads the device counts over workers
-    sharing this process's registry (threads)."""
+    sharing this process's registry (threads). ``basis="auto"`` (the default): calibrated
+    where the cluster's device has a calibration, else datasheet."""
+    from ..circuit.roofline import resolve_basis
+
     registry = resolve_registry(registry)
     if global_batch is None:
         raise SpecError("the layout search needs --global-batch")
     cl = registry.cluster(cluster)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     devices = devices or cl.devices
     if device_counts is None:

@@ -150,16 +150,21 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           vpp: int = 1, dp: int | None = None, cp: int = 1, ep: int = 1,
           micro_batch: int = 1, global_batch: int | None = None, seq_len: int = 2048,
           precision: str = "bf16", recompute: str = "none", zero: int = 0,
-          lora: int | None = None, qlora: int | None = None, basis: str = "calibrated",
+          lora: int | None = None, qlora: int | None = None, basis: str = "auto",
           capacity_factor: float = 1.0, reserve: float = DEFAULT_RESERVE,
           collective_algorithm: str | None = None, price_per_device_hour: float | None = None,
           attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
           dp_overlap: bool = True, registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
-    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank."""
+    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank.
+    ``basis="auto"`` (the default): calibrated where the cluster's device has a calibration,
+    else datasheet."""
+    from ..circuit.roofline import resolve_basis
+
     registry = resolve_registry(registry)
     cl = registry.cluster(cluster)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     if lora and qlora:
         raise SpecError("give --lora RANK or --qlora RANK, not both")

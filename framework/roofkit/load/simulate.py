@@ -480,7 +480,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
              engine: str | None = "vllm", max_num_seqs: int | None = None,
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
              policy: str | None = None, prefix_hit: float = 0.0, disagg=None,
-             spec_decode=None, slo=None, seed: int = 0, basis: str = "calibrated",
+             spec_decode=None, slo=None, seed: int = 0, basis: str = "auto",
              registry=None) -> LoadEstimate:
     """Simulate serving a request stream under load; see the module docstring.
 
@@ -502,10 +502,15 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
         threshold (percentile keys are compared per request), ``slo_met`` the percentiles.
+    :param basis: ``calibrated``, ``datasheet`` or ``auto`` (the default: calibrated where
+        the device has a calibration, else datasheet).
     """
+    from ..circuit.roofline import resolve_basis
+
     reg = resolve(registry)
     w = reg.workload(workload)
     d, fab = fabric_of(reg, device)
+    basis = resolve_basis(basis, d, reg)
     if attention_dp is not None and attention_dp != ep:
         raise SpecError(f"attention_dp {attention_dp} with ep {ep}: the DeepSeek-style layout "
                         "modelled runs attention data-parallel over the same ranks as the "

@@ -19,7 +19,7 @@ from .estimate import ServingEstimate, estimate, max_load
 
 def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: int = 128,
           tp: int = 1, precision: str | None = None, kv_cache_dtype: str = "bf16",
-          basis: str = "calibrated", registry=None, *, engine: str | None = None,
+          basis: str = "auto", registry=None, *, engine: str | None = None,
           require_fit: bool = False) -> ServingEstimate:
     """Estimate serving ``batch`` requests of ``input_len`` prompt tokens that each generate
     ``output_len`` tokens, on ``tp`` devices of one node (the circuit's tensor parallelism:
@@ -27,8 +27,9 @@ def serve(workload, device, batch: int = 1, input_len: int = 128, output_len: in
 
     :param precision: weight format (default: the workload's ``formats.default``, else bf16).
     :param kv_cache_dtype: KV-cache format (``bf16``, ``fp8``…).
-    :param basis: ``calibrated`` (measured achievable constants, ``specs/calibration``) or
-        ``datasheet`` (spec ceilings); the estimate names it.
+    :param basis: ``calibrated`` (measured achievable constants, ``specs/calibration``),
+        ``datasheet`` (spec ceilings) or ``auto`` (the default: calibrated where the device
+        has a calibration, else datasheet); the estimate names the basis used.
     :param engine: an engine profile of the host calibration (``vllm``) whose measured
         per-step host time is added on the calibrated basis.
     :param require_fit: raise :class:`~roofkit.OOMError` when weights and KV do not fit.

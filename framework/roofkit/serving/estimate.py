@@ -309,7 +309,9 @@ def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) 
 
 
 def _footprint(s: Config) -> Footprint:
-    kw = {k: v for k, v in s.circuit.items() if k != "basis"}
+    # the bytes only: one footprint per device whatever the basis (its weight-floor time
+    # is at the datasheet bandwidth)
+    kw = {**{k: v for k, v in s.circuit.items() if k != "basis"}, "basis": "datasheet"}
     return _circuit.footprint(s.workload, s.device, **kw)
 
 
@@ -339,7 +341,7 @@ def _breakdown(est) -> list[dict]:
 
 def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_len: int = 128,
              tp: int = 1, precision: str | None = None, kv_cache_dtype: str = "bf16",
-             basis: str = "calibrated", engine: str | None = None, registry=None,
+             basis: str = "auto", engine: str | None = None, registry=None,
              fit_context: int | None = None, require_fit: bool = False) -> ServingEstimate:
     """The serving estimate of a static batch; see the module docstring for the equations.
 
@@ -414,7 +416,7 @@ ADMISSIONS = {
 
 def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
-             basis: str = "calibrated", engine: str | None = None, registry=None,
+             basis: str = "auto", engine: str | None = None, registry=None,
              max_requests: int | None = None, admission: str = "grow") -> ServingEstimate:
     """Offline serving at full load with in-flight batching and a paged KV cache.
 
