@@ -420,7 +420,8 @@ def _footprint(reg, model, d, basis, settings) -> Footprint:
                      basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms),
                      tp=model.tp, conv_state_per_seq=conv_state, count_conv=bool(conv),
                      weight_floor_all_sections=full, state_by_op=state_by_op,
-                     weight_floor_all_sections_time=None if bw is None else full / bw)
+                     weight_floor_all_sections_time=None if bw is None else full / bw,
+                     plugins=tuple(reg.plugin_set))
 
 
 def weight_floor_bytes(model, sections=("main",)) -> float:

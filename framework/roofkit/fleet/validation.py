@@ -46,7 +46,7 @@ class TrainingCaseResult:
                 **{f"error_{b}": self.error(b) for b in BASES}}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TrainingReport:
     cases: tuple
 
@@ -82,6 +82,15 @@ class TrainingReport:
     def to_dict(self) -> dict:
         return {"kind": "training", "cases": [c.to_dict() for c in self.cases],
                 "summary": self.summary()}
+
+    def __repr__(self) -> str:
+        scored = sum(c.scored for c in self.cases)
+        lines = [f"<TrainingReport {len(self.cases)} training cases, {scored} scored"]
+        for b, s in self.summary().items():
+            med = s["median_abs_error"]
+            lines.append(f"  {b:<12} median |error| "
+                         f"{'-' if med is None else f'{med:.1%}'} over {s['scored']}")
+        return "\n".join(lines) + ">"
 
 
 def _calibrated(device: str, registry) -> bool:
