@@ -77,6 +77,16 @@ def test_an_ambiguous_alias_in_a_device_list_or_a_cluster_is_named_too():
     assert "->" not in notes(workload="llama-3.1-8b", cluster="8xa100-80gb")
 
 
+def test_every_alias_shared_by_a_family_is_named_and_no_other(registry):
+    # a100-sxm is both the 80 GB and the 40 GB SXM4 part; l4 is not a stem of l40s
+    devices = registry.catalogues["devices"]
+    assert common.name_note(devices, "a100-sxm") == "a100-sxm -> a100-80gb (also: a100-40gb)"
+    assert common.name_note(devices, "l4") is None
+    assert common.name_note(devices, "tpu-v4p") is None  # an alias of one spec only
+    noted = {a for a in devices.aliases if common.name_note(devices, a)}
+    assert {"a100", "a100-sxm", "h100"} <= noted and not noted & {"l4", "v4", "tpu-v4p"}
+
+
 def test_an_exact_name_gets_no_note(capsys):
     code, _, err = run_cli(capsys, "solve", "llama-3.1-8b", "a100-80gb", "--json")
     assert code == 0 and "->" not in err

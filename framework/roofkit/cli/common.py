@@ -191,11 +191,24 @@ def name_note(catalogue, name) -> str | None:
     key = catalogue.aliases.get(n)
     if key is None:
         return None
-    others = [k for k in catalogue if k != key and k.startswith(n)
-              and not k[len(n):len(n) + 1].isalnum()]
+    names: dict[str, set] = {}  # every other spec's key and aliases
+    for alias, k in catalogue.aliases.items():
+        names.setdefault(k, {k}).add(alias)
+    others = [k for k in catalogue if k != key and any(
+        _extends(other, n) for other in names.get(k, {k}))]
     if not others:
         return None
     return f"{name} -> {key} (also: {', '.join(sorted(others))})"
+
+
+def _extends(name: str, stem: str) -> bool:
+    """Whether ``name`` is ``stem`` made more specific: ``stem`` then a separator
+    (``a100`` -> ``a100-40gb``), or a stem ending in a letter then a digit (``a100-sxm`` ->
+    ``a100-sxm4-40gb``); ``l4`` does not extend to ``l40s``."""
+    if not name.startswith(stem) or name == stem:
+        return False
+    nxt = name[len(stem)]
+    return not nxt.isalnum() or (stem[-1].isalpha() and nxt.isdigit())
 
 
 def _cluster_device(ref) -> str | None:

@@ -65,8 +65,9 @@ def add_arguments(p) -> None:
                    help="KV-cache format of decode/prefill (bf16, fp8...; default the "
                         "workload's)")
     g.add_argument("--basis", choices=("datasheet", "calibrated"), default=None,
-                   help="decode/prefill: datasheet ceilings (default) or measured "
-                        "achievable constants")
+                   help="decode/prefill: datasheet ceilings or measured achievable "
+                        "constants (default: calibrated where the device has a "
+                        "calibration, else datasheet)")
     g.add_argument("--where", action="append", default=[], metavar="EXPR",
                    help="keep rows where EXPR holds, e.g. 'latency_ms <= 50', 'fits', "
                         "'device == h100-sxm'; repeatable (all must hold)")
