@@ -26,8 +26,8 @@ def test_score_is_pinned(report):
     """What the calibrated basis reaches today; the issue's targets (median <= 8 %, max
     <= 25 %) are not met: every scored case is predicted too fast (see docs/fleet.md)."""
     s = report.summary()
-    assert s["calibrated"]["scored"] == 21
-    assert s["calibrated"]["median_abs_error"] <= 0.28
+    assert s["calibrated"]["scored"] == 25
+    assert s["calibrated"]["median_abs_error"] <= 0.16
     assert s["calibrated"]["max_abs_error"] <= 0.51
     assert s["calibrated"]["median_abs_error"] < s["datasheet"]["median_abs_error"]
 
