@@ -36,6 +36,9 @@ class CaseLayout:
     dropout: bool = False
     sequence_parallel: bool = True
     dp_overlap: bool = True
+    kernels: str = "fused"
+    lora_targets: str = "attention"
+    lora_dropout: bool = False
 
 
 @attrs.frozen

@@ -10,7 +10,8 @@ from __future__ import annotations
 import attrs
 
 from ..errors import SpecError
-from .step import RECOMPUTE
+from .elementwise import KERNELS
+from .step import ADAPTER_SETS, RECOMPUTE
 
 ATTENTION = ("flash", "unfused")
 PRECISIONS = ("bf16", "fp16", "fp8")  # fp16 runs the bf16 path on the fp16 slot
@@ -42,6 +43,9 @@ class Layout:
     dp_overlap: bool = True  # gradient sync overlapped with the backward (bucketed)
     capacity_factor: float = 1.0
     collective_algorithm: str | None = None
+    kernels: str = "fused"  # fused (Megatron, NeMo) | eager (HF Transformers, PyTorch eager)
+    lora_targets: str = "attention"  # attention | all (every linear of the layer)
+    lora_dropout: bool = False  # PEFT's dropout on each adapter's input
 
     @property
     def devices(self) -> int:
@@ -74,6 +78,11 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lo.precision!r}")
     if lo.attention not in ATTENTION:
         out.append(f"attention must be one of {', '.join(ATTENTION)}, got {lo.attention!r}")
+    if lo.kernels not in KERNELS:
+        out.append(f"kernels must be one of {', '.join(KERNELS)}, got {lo.kernels!r}")
+    if lo.lora_targets not in ADAPTER_SETS:
+        out.append(f"lora_targets must be one of {', '.join(ADAPTER_SETS)}, got "
+                   f"{lo.lora_targets!r}")
     if lo.lora < 0:
         out.append(f"the LoRA rank must be positive, got {lo.lora}")
     if lo.qlora and lo.lora <= 0:

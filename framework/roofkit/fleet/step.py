@@ -11,8 +11,9 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
 * **attention core** (FlashAttention): forward ``2 T k_avg (a / tp) (d_qk + d_v)`` with
   ``k_avg = s / 2`` keys per query (causal), backward 2.5 x forward (five matmuls to two: it
   recomputes the scores, which is Korthikanti's selective recomputation by construction).
-* **elementwise** traffic (norms, residual adds, activation, RoPE, MoE permutation, loss)
-  at the memory bandwidth.
+* **elementwise** traffic (norms, residual adds, activation, RoPE, MoE permutation, loss,
+  PEFT's adapter ops) at the memory bandwidth, bytes by the stack's kernels (fused or eager
+  PyTorch: :mod:`roofkit.fleet.elementwise`).
 * **recompute**: ``full`` repeats the forward in the backward; ``selective`` equals ``none``
   under FlashAttention (nothing of size s^2 is stored either way).
 * **communication**: TP with sequence parallelism (4 all-gathers and 4 reduce-scatters of
@@ -46,6 +47,7 @@ import numpy as np
 from ..circuit.calibrated import efficiency
 from ..errors import SpecError
 from .collectives import Group, collective_time
+from .elementwise import FUSED, layer_bytes, lora_bytes
 from .model import Gemm
 
 BF16 = 2.0
@@ -54,6 +56,8 @@ ADAM_STEP_BYTES = 28.0  # master r/w 8, moments r/w 16, gradient read 2, weight 
 QLORA_BYTES = (4 + 8 / 64) / 8  # NF4 with one 8-bit scale per 64 (Dettmers et al. 2023)
 FLASH_BACKWARD = 2.5  # five matmuls in the backward to two in the forward
 LORA_TARGETS = ("qkv", "o", "q_a", "q_b", "kv_a", "kv_b")
+#: which linears carry adapters: the attention projections, or every linear of the layer
+ADAPTER_SETS = ("attention", "all")
 RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 GROUPS = ("tp", "cp", "ep", "dp", "pp")
 #: bytes per score element moved outside FlashAttention (2-byte scores): forward, the QK^T
@@ -105,6 +109,20 @@ def _sum_gemms(c: Costing, gemms, tokens, tp, slot):
     return flops, time
 
 
+def adapted_gemms(arch, targets: str = "attention") -> list[Gemm]:
+    """The GEMMs LoRA adapts: the attention projections, with ``"all"`` the MLP's too (a
+    gated MLP's fused gate-and-up GEMM counted as the two linears PEFT adapts)."""
+    out = [g for g in arch.attention if g.name in LORA_TARGETS]
+    if targets == "all":
+        for g in arch.mlp:
+            if arch.gated and g.split == "n":
+                out += [Gemm(g.name + "_gate", g.k, g.n / 2, g.split),
+                        Gemm(g.name + "_up", g.k, g.n / 2, g.split)]
+            else:
+                out.append(g)
+    return out
+
+
 def placement(sizes: dict, volumes: dict, domain: int):
     """Members per scale-up domain of each group: groups sorted by bytes per step, heaviest
     innermost; a group of stride ``q`` has ``min(size, max(1, domain // q))`` members in one
@@ -128,7 +146,8 @@ def placement(sizes: dict, volumes: dict, domain: int):
 
 def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, recompute,
                   zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
-                  flash=True, dropout=False, sp=True, dp_overlap=True):
+                  flash=True, dropout=False, sp=True, dp_overlap=True, kernels=FUSED,
+                  lora_targets="attention", lora_dropout=False):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -179,16 +198,16 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
         t_core_b = 2 * t_mm_core + scores * (UNFUSED_BWD_BYTES + dropout * DROPOUT_BYTES) \
             / c.bandwidth
     shared = np.where(sp, tp, 1.0)  # the replicated part of a layer, sharded by SP
-    ffn_local = arch.ffn_dim / tp
-    e_bytes = (4 * h + 6 * h + dropout * 10 * h) / shared \
-        + (3 if arch.gated else 2) * ffn_local + 2 * (a + kv) * arch.qk_dim / tp
-    if arch.experts:
-        e_bytes = e_bytes + moe_frac * 4 * arch.top_k * capacity_factor * h
-    t_elem = T * e_bytes * BF16 / c.bandwidth
+    e_fwd, e_bwd = layer_bytes(arch, tp, shared, kernels, dropout, moe_frac, capacity_factor)
+    t_elem = T * e_fwd / c.bandwidth
+    t_elem_b = T * e_bwd / c.bandwidth
 
-    # adapters (LoRA rank r on the attention projections): a k x r and an r x n GEMM each
-    lora_gemms = [g for g in arch.attention if g.name in LORA_TARGETS]
+    # adapters (LoRA rank r): a k x r and an r x n GEMM each, and PEFT's elementwise ops
+    lora_gemms = adapted_gemms(arch, lora_targets)
     adapter_per_layer = sum(lora * (g.k + g.n) for g in lora_gemms)
+    l_fwd, l_bwd = lora_bytes(lora_gemms, tp, lora_dropout)
+    t_elem = t_elem + np.where(lora > 0, T * l_fwd / c.bandwidth, 0.0)
+    t_elem_b = t_elem_b + np.where(lora > 0, T * l_bwd / c.bandwidth, 0.0)
     t_adapter = 0.0
     for g in lora_gemms:
         for f in (2.0 * T * g.k * lora, 2.0 * T * lora * g.n / tp):
@@ -198,7 +217,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     t_fwd_layer = t_layer_mm + t_core + t_elem + t_adapter
     bwd_mm = np.where(trainable_base, 2.0, 1.0) * t_layer_mm
     selective = recompute == RECOMPUTE["selective"]
-    t_bwd_layer = bwd_mm + t_core_b + 2 * t_elem + 2 * t_adapter \
+    t_bwd_layer = bwd_mm + t_core_b + t_elem_b + 2 * t_adapter \
         + np.where(full, t_fwd_layer, 0.0) + np.where(selective & (not flash), t_core, 0.0)
 
     # head (last stage): LM head GEMM and the fp32 loss
