@@ -90,6 +90,29 @@ def test_bubble_is_p_minus_1_over_v_m(registry):
         assert e.breakdown["bubble"] / busy == pytest.approx((8 - 1) / (v * 32))
 
 
+def test_uneven_stages_run_at_the_slowest_stage(registry):
+    """With the embedding and head counted as layers, pp 8 over 80 layers puts
+    ceil(82 / 8) = 11 layers on a full stage and 10 plus the head on the last; the
+    micro-batch time is the slower, from a layer time t and a head time t_h solved from two
+    even layouts (pp 8: 10 t + t_h, pp 16: 5 t + t_h)."""
+    kw = dict(devices=16, tp=1, dp=1, seq_len=2048, global_batch=32, recompute="full",
+              registry=registry, basis="datasheet")
+
+    def t_mb(**k):
+        e = train("llama-3.1-70b", "dgx-h100", **{**kw, **k})
+        return e.breakdown["compute"] / e.layout.micro_batches
+
+    a = t_mb(pp=8, devices=8)
+    b = t_mb(pp=16)
+    t = (a - b) / 5
+    head = b - 5 * t
+    assert t_mb(pp=8, devices=8, uneven_stages=True) == pytest.approx(max(11 * t, 10 * t + head))
+    assert t_mb(pp=6, devices=6, uneven_stages=True) == pytest.approx(max(14 * t, 13 * t + head))
+    with pytest.raises(LayoutError, match="uneven stages need vpp = 1"):
+        train("llama-3.1-70b", "dgx-h100", pp=6, vpp=2, devices=6, seq_len=2048,
+              uneven_stages=True, registry=registry)
+
+
 def test_lora_freezes_the_base(registry):
     full = train("llama-3.1-8b", "1xh100", seq_len=2048, registry=registry)
     lora = train("llama-3.1-8b", "1xh100", seq_len=2048, lora=16, registry=registry)

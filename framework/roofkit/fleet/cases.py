@@ -39,6 +39,7 @@ class CaseLayout:
     kernels: str = "fused"
     lora_targets: str = "attention"
     lora_dropout: bool = False
+    uneven_stages: bool = False
 
 
 @attrs.frozen

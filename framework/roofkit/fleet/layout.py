@@ -46,6 +46,7 @@ class Layout:
     kernels: str = "fused"  # fused (Megatron, NeMo) | eager (HF Transformers, PyTorch eager)
     lora_targets: str = "attention"  # attention | all (every linear of the layer)
     lora_dropout: bool = False  # PEFT's dropout on each adapter's input
+    uneven_stages: bool = False  # pp need not divide the layers (embedding, head as layers)
 
     @property
     def devices(self) -> int:
@@ -96,8 +97,14 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         out.append(f"tp {lo.tp} does not divide the {arch.heads} attention heads")
     elif arch.kv_heads % lo.tp and lo.tp % arch.kv_heads:
         out.append(f"tp {lo.tp} and the {arch.kv_heads} KV heads: one must divide the other")
-    if arch.layers % (lo.pp * lo.vpp):
-        out.append(f"pp * vpp = {lo.pp * lo.vpp} does not divide the {arch.layers} layers")
+    if lo.uneven_stages:
+        if lo.vpp > 1:
+            out.append("uneven stages need vpp = 1 (interleaved chunks must be equal)")
+        if lo.pp > arch.layers:
+            out.append(f"pp {lo.pp} exceeds the {arch.layers} layers")
+    elif arch.layers % (lo.pp * lo.vpp):
+        out.append(f"pp * vpp = {lo.pp * lo.vpp} does not divide the {arch.layers} layers "
+                   "(uneven_stages lets pp leave a remainder)")
     if lo.vpp > 1 and lo.pp == 1:
         out.append("vpp > 1 (interleaved stages) needs pp > 1")
     if lo.ep > 1 and not arch.experts:

@@ -26,7 +26,11 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
   weights overlapped with the next forward; ZeRO 3: all-gathers forward and backward and a
   reduce-scatter per micro-batch).
 * **pipeline**: ``t = (m + (p - 1) / v) * t_mb`` with ``t_mb`` the heaviest stage's
-  forward plus backward; the bubble is ``(p - 1) / (v m)`` of the busy time.
+  forward plus backward; the bubble is ``(p - 1) / (v m)`` of the busy time. Uneven stages
+  (``p`` not dividing the layers; DeepSpeed's ``type:transformer|embedding`` partition,
+  Megatron's ``--account-for-embedding-in-pipeline-split``): the embedding and the head
+  count as one layer each, ``ceil((L + 2) / p)`` layers on a full stage and one fewer on
+  the last, whose head it also runs; ``t_mb`` is the slower of the two.
 * **optimizer**: Adam reads and writes 28 bytes per local trainable parameter.
 
 Memory per device (Rajbhandari et al. 2020; Korthikanti et al. 2022 section 4, with
@@ -147,7 +151,7 @@ def placement(sizes: dict, volumes: dict, domain: int):
 def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, recompute,
                   zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
                   flash=True, dropout=False, sp=True, dp_overlap=True, kernels=FUSED,
-                  lora_targets="attention", lora_dropout=False):
+                  lora_targets="attention", lora_dropout=False, uneven=False):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -160,6 +164,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     micro = gb / (mb * dp)  # micro-batches per step (gradient accumulation)
     T = mb * seq / cp  # tokens per micro-batch on one device
     stage_layers = L / pp
+    if uneven:  # the embedding and the head each count as a layer (see the docstring)
+        stage_layers = np.minimum(np.ceil((L + 2) / pp), L)
+        last_layers = stage_layers - 1
     bf = half_slot(c.peaks, half)
     mm_slot = "fp8" if fp8 and "fp8" in c.peaks else bf
     full = recompute == RECOMPUTE["full"]
@@ -263,6 +270,13 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
 
     t_f = stage_layers * t_fwd_layer + t_head_f  # the last (heaviest) stage
     t_b = stage_layers * t_bwd_layer + t_head_b
+    if uneven:  # the slower of a full middle stage and the last stage with the head
+        mid_f, mid_b = stage_layers * t_fwd_layer, stage_layers * t_bwd_layer
+        last_f = last_layers * t_fwd_layer + t_head_f
+        last_b = last_layers * t_bwd_layer + t_head_b
+        mid_slower = mid_f + mid_b >= last_f + last_b
+        t_f = np.where(mid_slower, mid_f, last_f)
+        t_b = np.where(mid_slower, mid_b, last_b)
     compute = micro * (t_f + t_b)
     busy = compute + micro * (t_tp + t_cp + t_ep)
     bubble = (pp - 1) / vpp * (t_f + t_b + t_tp + t_cp + t_ep)
