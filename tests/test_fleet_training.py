@@ -113,6 +113,28 @@ def test_uneven_stages_run_at_the_slowest_stage(registry):
               uneven_stages=True, registry=registry)
 
 
+def test_deepspeed_stage_boundaries_send_the_whole_tensor(registry):
+    """Without sequence parallelism each TP rank sends T h bf16 bytes per boundary when the
+    engine does not scatter (DeepSpeed), T h / tp with Megatron-LM's scatter/gather."""
+    from roofkit.fleet.collectives import Group, collective_time, topology
+
+    kw = dict(devices=32, tp=8, pp=4, seq_len=2048, global_batch=16,
+              sequence_parallel=False, registry=registry)
+    scatter = train("llama-3.1-70b", "dgx-h100", **kw)
+    whole = train("llama-3.1-70b", "dgx-h100", pp_scatter=False, **kw)
+    cl = registry.cluster("dgx-h100")
+    topo = topology(cl, "calibrated", registry)
+    act = 2048 * 8192 * 2.0
+    per_domain = scatter.placement["pp"]["per_domain"]
+    sends = 2 * (16 + 4 - 1)  # forward and backward, per micro-batch plus the fill
+
+    def p2p(msg):
+        return sends * collective_time("p2p", msg, Group.of(4, per_domain), topo, registry)
+
+    assert scatter.breakdown["pp"] == pytest.approx(p2p(act / 8))
+    assert whole.breakdown["pp"] == pytest.approx(p2p(act))
+
+
 def test_lora_freezes_the_base(registry):
     full = train("llama-3.1-8b", "1xh100", seq_len=2048, registry=registry)
     lora = train("llama-3.1-8b", "1xh100", seq_len=2048, lora=16, registry=registry)

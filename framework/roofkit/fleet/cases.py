@@ -40,6 +40,7 @@ class CaseLayout:
     lora_targets: str = "attention"
     lora_dropout: bool = False
     uneven_stages: bool = False
+    pp_scatter: bool = True
 
 
 @attrs.frozen

@@ -47,6 +47,7 @@ class Layout:
     lora_targets: str = "attention"  # attention | all (every linear of the layer)
     lora_dropout: bool = False  # PEFT's dropout on each adapter's input
     uneven_stages: bool = False  # pp need not divide the layers (embedding, head as layers)
+    pp_scatter: bool = True  # stage sends 1 / tp per rank (False: whole tensor, DeepSpeed)
 
     @property
     def devices(self) -> int:

@@ -21,10 +21,14 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
   same bytes as all-reduces), CP ring attention (K and V passed ``cp - 1``
   times forward, 2x that backward, overlapped with the attention core), EP dispatch and
   combine all-to-alls (``T top_k h e cf``, twice forward and twice backward per MoE layer),
-  PP point-to-point (``T h e / tp`` per boundary), DP gradient sync overlapped with the
+  PP point-to-point (below), DP gradient sync overlapped with the
   last micro-batch's backward (ZeRO 1/2: reduce-scatter, then an all-gather of the updated
   weights overlapped with the next forward; ZeRO 3: all-gathers forward and backward and a
   reduce-scatter per micro-batch).
+* **stage boundaries**: ``T h e / tp`` per TP rank (sequence parallelism, or Megatron-LM's
+  scatter/gather of the replicated output); ``T h e`` per rank where the engine sends the
+  whole replicated tensor from every rank (DeepSpeed's pipeline engine, ``pp_scatter``
+  false).
 * **pipeline**: ``t = (m + (p - 1) / v) * t_mb`` with ``t_mb`` the heaviest stage's
   forward plus backward; the bubble is ``(p - 1) / (v m)`` of the busy time. Uneven stages
   (``p`` not dividing the layers; DeepSpeed's ``type:transformer|embedding`` partition,
@@ -151,7 +155,8 @@ def placement(sizes: dict, volumes: dict, domain: int):
 def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, recompute,
                   zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
                   flash=True, dropout=False, sp=True, dp_overlap=True, kernels=FUSED,
-                  lora_targets="attention", lora_dropout=False, uneven=False):
+                  lora_targets="attention", lora_dropout=False, uneven=False,
+                  pp_scatter=True):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -235,6 +240,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
 
     # -- communication per micro-batch (bytes and placement) ------------------------------
     act = T * h * BF16  # one micro-batch's activations on a TP group (full width)
+    # a stage boundary: each TP rank sends its 1 / tp slice (sequence-parallel output, or
+    # Megatron-LM's scatter/gather), or the whole replicated tensor (DeepSpeed's engine)
+    p2p_msg = np.where(sp | pp_scatter, act / tp, act)
     n_tp = stage_layers * np.where(full, 12.0, 8.0)  # AG and RS: fwd, bwd (and recompute)
     kv_chunk = 2.0 * T * kv * arch.qk_dim * BF16 / np.minimum(tp, kv)
     n_moe_stage = stage_layers * moe_frac
@@ -250,7 +258,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     grad_expert = BF16 * stage_expert * trainable_layer
     volumes = {"tp": n_tp * act * micro, "cp": stage_layers * 3 * (cp - 1) * kv_chunk * micro,
                "ep": n_moe_stage * 4 * a2a_msg * micro, "dp": grad_bytes * 2 + grad_expert,
-               "pp": 2 * act / tp * micro}
+               "pp": 2 * p2p_msg * micro}
     inner, stride = placement({"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}, volumes,
                               c.domain)
     topo, reg, algo = c.topology, c.registry, c.algorithm
@@ -266,7 +274,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                            + np.maximum(0.0, 2 * t_cp_layer - FLASH_BACKWARD * t_core))
     t_ep = np.where(ep > 1, n_moe_stage * 4 * coll("all_to_all", a2a_msg, ep, inner["ep"]),
                     0.0)
-    t_p2p = np.where(pp > 1, coll("p2p", act / tp, pp, inner["pp"]), 0.0)
+    t_p2p = np.where(pp > 1, coll("p2p", p2p_msg, pp, inner["pp"]), 0.0)
 
     t_f = stage_layers * t_fwd_layer + t_head_f  # the last (heaviest) stage
     t_b = stage_layers * t_bwd_layer + t_head_b
