@@ -1,6 +1,8 @@
 """Elementwise traffic of a layer by the stack's kernels: the byte counts of the op chains
 in roofkit.fleet.elementwise, by hand, and their effect on a step."""
 
+import json
+
 import pytest
 
 from roofkit.fleet.elementwise import layer_bytes, lora_bytes
@@ -47,3 +49,20 @@ def test_eager_kernels_and_adapter_ops_cost_time(registry):
 def test_unknown_kernels_are_refused(registry):
     with pytest.raises(LayoutError, match="kernels must be one of fused, eager"):
         train("qwen-7b", "1xa100-80gb", seq_len=2048, kernels="jit", registry=registry)
+
+
+def test_cli_train_takes_the_stack_flags(capsys):
+    from roofkit.cli import main
+
+    base = ["train", "qwen-7b", "1xa100-80gb", "--seq-len", "2048", "--lora", "64",
+            "--recompute", "full", "--json", "--no-plugins"]
+    assert main(base) == 0
+    fused = json.loads(capsys.readouterr().out)
+    assert main([*base, "--kernels", "eager", "--lora-targets", "all"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    assert eager["layout"]["kernels"] == "eager" and eager["layout"]["lora_targets"] == "all"
+    assert eager["step_time_s"] > fused["step_time_s"]
+    assert main(["train", "bloom-176b", "jean-zay-a100", "--devices", "384", "--tp", "4",
+                 "--pp", "12", "--dp", "8", "--seq-len", "2048", "--uneven-stages",
+                 "--json", "--no-plugins"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["uneven_stages"] is True
