@@ -135,6 +135,19 @@ def test_deepspeed_stage_boundaries_send_the_whole_tensor(registry):
     assert whole.breakdown["pp"] == pytest.approx(p2p(act))
 
 
+def test_optimizer_step_moves_44_bytes_per_parameter(registry):
+    """Main-gradient copy 6, clipping norm 4, Adam 28, weight copy 6 bytes per trainable
+    parameter at the memory bandwidth; fp16 loss scaling adds the unscale pass (8)."""
+    from roofkit.circuit.roofline import device_roofline
+
+    bw = device_roofline(registry.device("a100-80gb"), "datasheet", registry).bandwidth
+    for precision, per_param in (("bf16", 44.0), ("fp16", 52.0)):
+        e = train("llama-3.1-8b", "1xa100-80gb", seq_len=2048, precision=precision,
+                  basis="datasheet", registry=registry)
+        params = e.memory_parts["weights"] / 2
+        assert e.breakdown["optimizer"] == pytest.approx(per_param * params / bw)
+
+
 def test_lora_freezes_the_base(registry):
     full = train("llama-3.1-8b", "1xh100", seq_len=2048, registry=registry)
     lora = train("llama-3.1-8b", "1xh100", seq_len=2048, lora=16, registry=registry)

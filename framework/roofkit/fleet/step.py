@@ -35,7 +35,8 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
   Megatron's ``--account-for-embedding-in-pipeline-split``): the embedding and the head
   count as one layer each, ``ceil((L + 2) / p)`` layers on a full stage and one fewer on
   the last, whose head it also runs; ``t_mb`` is the slower of the two.
-* **optimizer**: Adam reads and writes 28 bytes per local trainable parameter.
+* **optimizer**: the mixed-precision Adam step moves 44 bytes per local trainable parameter
+  (main-gradient copy, clipping norm, Adam, weight copy; 52 with fp16 loss scaling).
 
 Memory per device (Rajbhandari et al. 2020; Korthikanti et al. 2022 section 4, with
 FlashAttention so no ``5 a s / h`` term): weights ``2 P`` (QLoRA base 4.125 bits), gradients
@@ -60,7 +61,13 @@ from .model import Gemm
 
 BF16 = 2.0
 ADAM_STATE = 12.0  # FP32 master weights, first and second moments (Rajbhandari et al. 2020)
-ADAM_STEP_BYTES = 28.0  # master r/w 8, moments r/w 16, gradient read 2, weight write 2
+#: the mixed-precision optimizer step per local trainable parameter (Megatron-LM's
+#: ``MixedPrecisionOptimizer.step``, apex multi-tensor kernels): the 16-bit gradient copied
+#: to the fp32 main gradient (read 2, write 4), its norm for clipping (read 4), Adam (fp32
+#: master read and write 8, moments 16, gradient read 4), the master copied back to the
+#: 16-bit weight (read 4, write 2)
+ADAM_STEP_BYTES = 6.0 + 4.0 + 28.0 + 6.0
+FP16_UNSCALE_BYTES = 8.0  # fp16 loss scaling: unscale and check for inf/nan (read 4, write 4)
 QLORA_BYTES = (4 + 8 / 64) / 8  # NF4 with one 8-bit scale per 64 (Dettmers et al. 2023)
 FLASH_BACKWARD = 2.5  # five matmuls in the backward to two in the forward
 LORA_TARGETS = ("qkv", "o", "q_a", "q_b", "kv_a", "kv_b")
@@ -315,7 +322,8 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     dp_time = np.where(dp_all > 1, np.where(zero >= 3, zero3, exposed_sync), 0.0)
 
     opt_shard = np.where(zero >= 1, dp_all, 1.0)
-    optimizer = ADAM_STEP_BYTES * trainable_local / opt_shard / c.bandwidth
+    step_bytes = ADAM_STEP_BYTES + (FP16_UNSCALE_BYTES if bf == "fp16" else 0.0)
+    optimizer = step_bytes * trainable_local / opt_shard / c.bandwidth
 
     step = busy + bubble + pp_comm + dp_time + optimizer
 
