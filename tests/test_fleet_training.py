@@ -148,6 +148,18 @@ def test_optimizer_step_moves_44_bytes_per_parameter(registry):
         assert e.breakdown["optimizer"] == pytest.approx(per_param * params / bw)
 
 
+def test_fp32_accumulation_adds_10_bytes_per_parameter_per_micro_batch(registry):
+    from roofkit.circuit.roofline import device_roofline
+
+    bw = device_roofline(registry.device("a100-80gb"), "datasheet", registry).bandwidth
+    kw = dict(seq_len=2048, global_batch=4, basis="datasheet", registry=registry)
+    plain = train("llama-3.1-8b", "1xa100-80gb", **kw)
+    fp32 = train("llama-3.1-8b", "1xa100-80gb", fp32_accumulation=True, **kw)
+    params = plain.memory_parts["weights"] / 2
+    assert fp32.breakdown["compute"] - plain.breakdown["compute"] == pytest.approx(
+        4 * 10 * params / bw)
+
+
 def test_lora_freezes_the_base(registry):
     full = train("llama-3.1-8b", "1xh100", seq_len=2048, registry=registry)
     lora = train("llama-3.1-8b", "1xh100", seq_len=2048, lora=16, registry=registry)

@@ -41,6 +41,7 @@ class CaseLayout:
     lora_dropout: bool = False
     uneven_stages: bool = False
     pp_scatter: bool = True
+    fp32_accumulation: bool = False
 
 
 @attrs.frozen

@@ -48,6 +48,7 @@ class Layout:
     lora_dropout: bool = False  # PEFT's dropout on each adapter's input
     uneven_stages: bool = False  # pp need not divide the layers (embedding, head as layers)
     pp_scatter: bool = True  # stage sends 1 / tp per rank (False: whole tensor, DeepSpeed)
+    fp32_accumulation: bool = False  # gradients summed into fp32 per micro-batch (BF16_Optimizer)
 
     @property
     def devices(self) -> int:

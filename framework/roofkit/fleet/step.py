@@ -35,6 +35,9 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
   Megatron's ``--account-for-embedding-in-pipeline-split``): the embedding and the head
   count as one layer each, ``ceil((L + 2) / p)`` layers on a full stage and one fewer on
   the last, whose head it also runs; ``t_mb`` is the slower of the two.
+* **fp32 gradient accumulation** outside the GEMMs (DeepSpeed's BF16_Optimizer): 10 bytes
+  per local trainable parameter after every micro-batch's backward, and the data-parallel
+  reduction of those fp32 gradients (4 bytes per parameter instead of 2).
 * **optimizer**: the mixed-precision Adam step moves 44 bytes per local trainable parameter
   (main-gradient copy, clipping norm, Adam, weight copy; 52 with fp16 loss scaling).
 
@@ -67,6 +70,7 @@ ADAM_STATE = 12.0  # FP32 master weights, first and second moments (Rajbhandari 
 #: master read and write 8, moments 16, gradient read 4), the master copied back to the
 #: 16-bit weight (read 4, write 2)
 ADAM_STEP_BYTES = 6.0 + 4.0 + 28.0 + 6.0
+GRAD_ACCUM_FP32_BYTES = 10.0  # per parameter per micro-batch (see training_step)
 FP16_UNSCALE_BYTES = 8.0  # fp16 loss scaling: unscale and check for inf/nan (read 4, write 4)
 QLORA_BYTES = (4 + 8 / 64) / 8  # NF4 with one 8-bit scale per 64 (Dettmers et al. 2023)
 FLASH_BACKWARD = 2.5  # five matmuls in the backward to two in the forward
@@ -163,7 +167,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                   zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
                   flash=True, dropout=False, sp=True, dp_overlap=True, kernels=FUSED,
                   lora_targets="attention", lora_dropout=False, uneven=False,
-                  pp_scatter=True):
+                  pp_scatter=True, fp32_accumulation=False):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -261,8 +265,10 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     head_local = V * h / tp
     stage_dense = stage_layers * dense_local + head_local
     stage_expert = stage_layers * expert_local
-    grad_bytes = BF16 * (stage_dense * trainable_layer + stage_layers * adapter_per_layer / tp)
-    grad_expert = BF16 * stage_expert * trainable_layer
+    grad_size = np.where(fp32_accumulation, 4.0, BF16)  # fp32-accumulated: reduced in fp32
+    grad_bytes = grad_size * (stage_dense * trainable_layer
+                              + stage_layers * adapter_per_layer / tp)
+    grad_expert = grad_size * stage_expert * trainable_layer
     volumes = {"tp": n_tp * act * micro, "cp": stage_layers * 3 * (cp - 1) * kv_chunk * micro,
                "ep": n_moe_stage * 4 * a2a_msg * micro, "dp": grad_bytes * 2 + grad_expert,
                "pp": 2 * p2p_msg * micro}
@@ -283,12 +289,18 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                     0.0)
     t_p2p = np.where(pp > 1, coll("p2p", p2p_msg, pp, inner["pp"]), 0.0)
 
+    trainable_local = (stage_dense + stage_expert) * trainable_layer \
+        + stage_layers * adapter_per_layer / tp
+    # gradients accumulated into an fp32 buffer after each micro-batch's backward, outside
+    # the GEMMs (DeepSpeed's BF16_Optimizer): read the 16-bit gradient 2, the buffer 4, write 4
+    t_accum = np.where(fp32_accumulation, GRAD_ACCUM_FP32_BYTES * trainable_local
+                       / c.bandwidth, 0.0)
     t_f = stage_layers * t_fwd_layer + t_head_f  # the last (heaviest) stage
-    t_b = stage_layers * t_bwd_layer + t_head_b
+    t_b = stage_layers * t_bwd_layer + t_head_b + t_accum
     if uneven:  # the slower of a full middle stage and the last stage with the head
-        mid_f, mid_b = stage_layers * t_fwd_layer, stage_layers * t_bwd_layer
+        mid_f, mid_b = stage_layers * t_fwd_layer, stage_layers * t_bwd_layer + t_accum
         last_f = last_layers * t_fwd_layer + t_head_f
-        last_b = last_layers * t_bwd_layer + t_head_b
+        last_b = last_layers * t_bwd_layer + t_head_b + t_accum
         mid_slower = mid_f + mid_b >= last_f + last_b
         t_f = np.where(mid_slower, mid_f, last_f)
         t_b = np.where(mid_slower, mid_b, last_b)
@@ -300,8 +312,6 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     dp_all = dp * cp
     dp_exp = dp * cp / ep
     buckets = np.maximum(stage_layers, 1.0)
-    trainable_local = (stage_dense + stage_expert) * trainable_layer \
-        + stage_layers * adapter_per_layer / tp
     w_bytes = np.where(qlora, QLORA_BYTES, BF16)
     weight_bytes = w_bytes * (stage_dense + stage_expert) \
         + BF16 * stage_layers * adapter_per_layer / tp

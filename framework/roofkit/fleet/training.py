@@ -156,6 +156,7 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
           dp_overlap: bool = True, kernels: str = "fused", lora_targets: str = "attention",
           lora_dropout: bool = False, uneven_stages: bool = False, pp_scatter: bool = True,
+          fp32_accumulation: bool = False,
           registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
@@ -183,7 +184,8 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                                  lora_targets=lora_targets,
                                  lora_dropout=bool(lora_dropout),
                                  uneven_stages=bool(uneven_stages),
-                                 pp_scatter=bool(pp_scatter)), arch, n)
+                                 pp_scatter=bool(pp_scatter),
+                                 fp32_accumulation=bool(fp32_accumulation)), arch, n)
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
         raise SpecError(f"reserve must be a fraction of device memory in [0, 1), got {reserve}")
@@ -196,7 +198,8 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                       flash=attention == "flash", dropout=bool(dropout), sp=sequence_parallel,
                       dp_overlap=bool(dp_overlap), kernels=kernels,
                       lora_targets=lora_targets, lora_dropout=bool(lora_dropout),
-                      uneven=bool(uneven_stages), pp_scatter=bool(pp_scatter))
+                      uneven=bool(uneven_stages), pp_scatter=bool(pp_scatter),
+                      fp32_accumulation=bool(fp32_accumulation))
     return _estimate(arch, cl, layout, r, c, basis_text, registry, price_per_device_hour)
 
 
