@@ -31,6 +31,13 @@ def register(sub) -> None:
     group.add_argument("--lora", type=common.count(1), metavar="RANK")
     group.add_argument("--qlora", type=common.count(1), metavar="RANK")
     p.add_argument("--capacity-factor", type=float, default=1.0)
+    p.add_argument("--kernels", choices=("fused", "eager"), default="fused",
+                   help="elementwise kernels: fused (Megatron, NeMo) or eager PyTorch ops "
+                        "(Hugging Face Transformers)")
+    p.add_argument("--lora-targets", choices=("attention", "all"), default="attention",
+                   help="linears that carry LoRA adapters")
+    p.add_argument("--uneven-stages", action="store_true",
+                   help="let pp leave a remainder of layers (embedding and head as layers)")
     p.add_argument("--collective-algorithm", help="a registered collective algorithm")
     p.add_argument("--price-per-device-hour", type=float, metavar="USD")
     p.add_argument("--basis", choices=("calibrated", "datasheet"), default="auto",
@@ -141,7 +148,9 @@ def cmd_train(args) -> int:
                 recompute=args.recompute or "none", zero=args.zero or 0, lora=args.lora,
                 qlora=args.qlora, basis=args.basis, capacity_factor=args.capacity_factor,
                 collective_algorithm=args.collective_algorithm,
-                price_per_device_hour=args.price_per_device_hour, registry=reg)
+                price_per_device_hour=args.price_per_device_hour, kernels=args.kernels,
+                lora_targets=args.lora_targets, uneven_stages=args.uneven_stages,
+                registry=reg)
     if args.json:
         common.print_json(est.to_dict())
         return 0

@@ -154,7 +154,10 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           capacity_factor: float = 1.0, reserve: float = DEFAULT_RESERVE,
           collective_algorithm: str | None = None, price_per_device_hour: float | None = None,
           attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
-          dp_overlap: bool = True, registry=None) -> TrainingEstimate:
+          dp_overlap: bool = True, kernels: str = "fused", lora_targets: str = "attention",
+          lora_dropout: bool = False, uneven_stages: bool = False, pp_scatter: bool = True,
+          fp32_accumulation: bool = False,
+          registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
     (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank.
@@ -182,7 +185,12 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                                  capacity_factor=capacity_factor,
                                  sequence_parallel=sequence_parallel, attention=attention,
                                  dropout=bool(dropout), dp_overlap=bool(dp_overlap),
-                                 collective_algorithm=collective_algorithm), arch, n)
+                                 collective_algorithm=collective_algorithm, kernels=kernels,
+                                 lora_targets=lora_targets,
+                                 lora_dropout=bool(lora_dropout),
+                                 uneven_stages=bool(uneven_stages),
+                                 pp_scatter=bool(pp_scatter),
+                                 fp32_accumulation=bool(fp32_accumulation)), arch, n)
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
         raise SpecError(f"reserve must be a fraction of device memory in [0, 1), got {reserve}")
@@ -193,7 +201,10 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                       capacity_factor=capacity_factor, reserve=reserve,
                       half="fp16" if precision == "fp16" else "bf16",
                       flash=attention == "flash", dropout=bool(dropout), sp=sequence_parallel,
-                      dp_overlap=bool(dp_overlap))
+                      dp_overlap=bool(dp_overlap), kernels=kernels,
+                      lora_targets=lora_targets, lora_dropout=bool(lora_dropout),
+                      uneven=bool(uneven_stages), pp_scatter=bool(pp_scatter),
+                      fp32_accumulation=bool(fp32_accumulation))
     return _estimate(arch, cl, layout, r, c, basis_text, registry, price_per_device_hour)
 
 
