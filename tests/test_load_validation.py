@@ -24,18 +24,18 @@ def test_load_cases_are_predicted(report, registry):
 
 @pytest.mark.slow
 def test_tpot_errors_do_not_rise_above_the_values_reached(report):
-    # reached on the calibrated basis over the 24 TPOT cases: median 11.1 %, max 46.6 %
-    # (target: median <= 15 %, max <= 40 %)
-    assert report.median("calibrated", "tpot") <= 0.115
-    assert report.max("calibrated", "tpot") <= 0.47
+    # reached on the calibrated basis over the 24 TPOT cases: median 8.3 %, max 18.3 %
+    # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache)
+    assert report.median("calibrated", "tpot") <= 0.085
+    assert report.max("calibrated", "tpot") <= 0.185
 
 
 @pytest.mark.slow
 def test_ttft_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 24 TTFT cases: median 64.4 %, max 935 % (targets 15 % / 40 % missed:
+    # reached over the 24 TTFT cases: median 60.5 %, max 209 % (targets 15 % / 40 % missed:
     # the TTFT under load depends on scheduler settings the NIM page does not give)
-    assert report.median("calibrated", "ttft") <= 0.65
-    assert report.max("calibrated", "ttft") <= 9.4
+    assert report.median("calibrated", "ttft") <= 0.61
+    assert report.max("calibrated", "ttft") <= 2.1
 
 
 def test_a_case_needs_one_request_pattern(tmp_path):
