@@ -62,16 +62,16 @@ def test_device_without_constants_falls_back_to_the_tdp_model():
 
 def test_builtin_constants_have_sources():
     c = energy.constants("h100-sxm")
-    assert c is not None and c.p_idle == pytest.approx(80.3) and c.p_busy == pytest.approx(210.0)
-    assert c.e_byte == pytest.approx((3.9 + 2.8) * 8e-12)  # HBM + on-chip, pJ/bit -> J/B
+    assert c is not None and c.p_idle == pytest.approx(80.3) and c.p_busy == pytest.approx(105.4)
+    assert c.e_byte == pytest.approx((3.9 + 11.4) * 8e-12)  # HBM + on-chip, pJ/bit -> J/B
     assert c.e_link == pytest.approx(1.3 * 8e-12)
     assert c.flops_at_tdp["bf16"] == pytest.approx(794.5e12)
-    # (700 - 210) W / 794.5e12 FLOP/s = 0.617 pJ/FLOP
-    assert c.e_flop(700.0, 989.4e12, "bf16") == pytest.approx(490.0 / 794.5e12)
+    # (700 - 105.4) W / 794.5e12 FLOP/s = 0.748 pJ/FLOP
+    assert c.e_flop(700.0, 989.4e12, "bf16") == pytest.approx(594.6 / 794.5e12)
     assert set(c.sources) == {"p_idle", "p_static", "e_byte_hbm", "e_byte_onchip",
                               "e_byte_link", "flops_at_tdp"}
     b = energy.constants("b200")  # no idle figure: p_idle takes p_static
-    assert b is not None and b.p_idle == b.p_busy == pytest.approx(300.0)
+    assert b is not None and b.p_idle == b.p_busy == pytest.approx(2 * 105.4)
 
 
 def test_bad_table_names_the_file_and_key(tmp_path):
@@ -113,7 +113,7 @@ def test_published_energy_cases_median_errors():
     assert len(rows) >= 20
     assert {r["case"].split("_")[0] for r in rows} >= {"alice", "mlenergy"}
     med = report["median_abs_error"]
-    assert med["per_op"] == pytest.approx(0.341, abs=0.02)
+    assert med["per_op"] == pytest.approx(0.221, abs=0.02)
     assert med["tdp"] == pytest.approx(0.558, abs=0.02)
     assert med["per_op"] < med["tdp"]
 
@@ -136,7 +136,7 @@ def test_serving_json_reports_the_per_op_energy_beside_the_tdp_energy():
     d = s.serve("llama-3.1-8b", "h100-sxm", batch=8).to_dict()
     assert 0.0 < d["energy_measured_model_j"] != d["energy_j"]
     # a device without per-op constants: the TDP model answers for both keys
-    d = s.serve("llama-3.1-8b", "a100-80gb", batch=8).to_dict()
+    d = s.serve("llama-3.1-8b", "mi300x", batch=8).to_dict()
     assert d["energy_measured_model_j"] == d["energy_j"]
 
 
