@@ -155,3 +155,45 @@ def test_energy_tables_refuse_nan_and_non_regular_files(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(SpecError, match=r"f\.toml"):
         load_table(fifo)
+
+
+def test_fit_power_recovers_static_power_and_per_byte_energy():
+    # P = 100 W + 50 pJ/B x BW + 2 pJ/FLOP x rate, exact on four rows
+    rows = [(bw, f, 100.0 + 50e-12 * bw + 2e-12 * f)
+            for bw, f in ((3e12, 1e12), (2e12, 30e12), (0.5e12, 40e12), (1e12, 5e12))]
+    p0, eb, ef = energy.fit_power(rows)
+    assert (p0, eb, ef) == pytest.approx((100.0, 50e-12, 2e-12))
+    with pytest.raises(ValueError, match="3 rows"):
+        energy.fit_power(rows[:2])
+
+
+def test_fit_power_on_quoted_h200_roofline_rows():
+    # three rows of te42kyfo/gpu-benches gpu-roofline/h200.txt (0.25, 16.25, 102.25 FLOP/B);
+    # solved exactly they give 90.4 W and 126.6 pJ/B, near the 55-row fit the table holds
+    # (105.4 W, 122.4 pJ/B = 15.3 pJ/bit = 3.9 DRAM + 11.4 on-chip)
+    rows = [(3759e9, 940e9, 572.0), (2204e9, 35812e9, 583.0), (415e9, 42442e9, 396.0)]
+    p0, eb, _ = energy.fit_power(rows)
+    assert p0 == pytest.approx(90.4, abs=0.1) and eb == pytest.approx(126.6e-12, rel=1e-3)
+    c = energy.constants("h200")
+    assert c.p_busy == pytest.approx(105.4) and c.e_byte == pytest.approx(122.4e-12, rel=1e-3)
+
+
+def test_energy_cases_split_the_miss_into_time_and_power(tmp_path):
+    import tomllib
+
+    from roofkit.paths import builtin_specs_dir
+
+    src = builtin_specs_dir() / "energy_cases" / "mlenergy_v3_llama318b_h100sxm_tp1_bs8.toml"
+    case = energy_cases.load_cases(src.parent)
+    case = next(c for c in case if c.name == src.stem)
+    data = tomllib.loads(src.read_text())
+    assert case.scope == "gpu" and case.measured_itl_ms == data["measured_itl_ms"]
+    row = energy_cases.run([case])["rows"][0]
+    p = energy_cases.predict(case)
+    # the split: predicted per-device power and ITL against the run's own
+    assert row["power_error"] == pytest.approx(p["power_w"] / case.measured_power_w - 1.0)
+    assert row["itl_error"] == pytest.approx(p["itl_ms"] / case.measured_itl_ms - 1.0)
+    bad = tmp_path / "c.toml"
+    bad.write_text(src.read_text().replace('scope = "gpu"', 'scope = "rack"'))
+    with pytest.raises(SpecError, match="scope 'rack'"):
+        energy_cases.load_cases(tmp_path)

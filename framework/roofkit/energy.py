@@ -34,8 +34,8 @@ from .errors import SpecError
 from .files import read_spec_bytes
 from .paths import builtin_specs_dir
 
-__all__ = ["EnergyConstants", "constants", "load_table", "model_name", "serving_energy",
-           "step_energy", "steps_energy"]
+__all__ = ["EnergyConstants", "constants", "fit_power", "load_table", "model_name",
+           "serving_energy", "step_energy", "steps_energy"]
 
 PJ = 1e-12
 _BITS = ("e_byte_hbm", "e_byte_onchip", "e_byte_link")  # pJ/bit keys
@@ -137,6 +137,20 @@ def load_table(path: Path) -> dict[str, EnergyConstants]:
                                       p_static=p_static, e_link=link * 8.0 * PJ,
                                       flops_at_tdp=flops)
     return table
+
+
+def fit_power(rows) -> tuple[float, float, float]:
+    """Least-squares fit of a power-metered sweep: ``rows`` of (bandwidth B/s, FLOP rate
+    FLOP/s, board power W), ``P = p_static + e_byte * bandwidth + e_flop * rate``. Returns
+    ``(p_static W, e_byte J/B, e_flop J/FLOP)`` (how ``specs/energy/devices.toml`` got its
+    ``p_static`` and per-byte totals; ``benchmarks/energy_power_fit.py`` runs it on a file)."""
+    a = np.array([[1.0, bw * 1e-12, f * 1e-12] for bw, f, _ in rows], dtype=float)
+    y = np.array([w for *_, w in rows], dtype=float)
+    if a.shape[0] < 3 or np.linalg.matrix_rank(a) < 3:
+        raise ValueError("fit_power needs >= 3 rows that vary bandwidth and FLOP rate "
+                         "independently")
+    x = np.linalg.lstsq(a, y, rcond=None)[0]
+    return float(x[0]), float(x[1]) * 1e-12, float(x[2]) * 1e-12
 
 
 @functools.cache
