@@ -197,3 +197,6 @@ def test_energy_cases_split_the_miss_into_time_and_power(tmp_path):
     bad.write_text(src.read_text().replace('scope = "gpu"', 'scope = "rack"'))
     with pytest.raises(SpecError, match="scope 'rack'"):
         energy_cases.load_cases(tmp_path)
+    bad.write_text(src.read_text().replace('scope = "gpu"', 'scope = "node"'))
+    with pytest.raises(SpecError, match="not scored yet"):
+        energy_cases.load_cases(tmp_path)

@@ -108,3 +108,14 @@ def test_train_json_gives_the_per_op_energy_per_million_tokens():
     assert 0.0 < e <= d["energy_per_step_j"] + 1e-9  # never above the node's maximum power
     assert d["energy_per_million_tokens_measured_model_j"] == pytest.approx(
         e / est.tokens_per_step * 1e6)
+
+
+def test_decode_json_gives_the_per_op_energy_beside_the_tdp_energy():
+    from roofkit.circuit import decode
+
+    est = decode("llama-3.1-8b", "h100-sxm", batch=8, context=1024)
+    tot = est.to_dict()["totals"]
+    assert tot["energy_measured_model_j"] == pytest.approx(float(energy.step_energy(est)))
+    c = energy.constants("h100-sxm")
+    t = float(est.time)
+    assert c.p_busy * t < tot["energy_measured_model_j"] <= 700.0 * t

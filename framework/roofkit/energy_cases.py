@@ -73,6 +73,10 @@ def load_cases(folder: Path | None = None) -> list[EnergyCase]:
                             f"{sorted(_KEYS + _OPTIONAL)}")
         if data.get("scope", "gpu") not in SCOPES:
             raise SpecError(f"{path}: scope {data['scope']!r} is not one of {SCOPES}")
+        if data.get("scope") == "node":
+            raise SpecError(f"{path}: scope 'node' (metered at the wall) is not scored yet: "
+                            "the serving path predicts GPU boards only; give a GPU-metered "
+                            "figure (scope = \"gpu\")")
         if data["metric"] == "power_w" and "measured_power_w" in data:
             raise SpecError(f"{path}: measured_power_w repeats a power_w metric; drop it")
         for key in ("measured_itl_ms", "measured_power_w"):
