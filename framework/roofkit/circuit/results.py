@@ -217,6 +217,14 @@ class Estimate(Result):
         return energy(self.tdp, self.utilization, self.time)
 
     @property
+    def energy_measured_model(self):
+        """Energy of one device over the step on the per-op model, J
+        (:func:`roofkit.energy.step_energy`; the TDP model where the device has no constants)."""
+        from ..energy import step_energy
+
+        return step_energy(self)
+
+    @property
     def memory_required(self):
         """Bytes one device holds for this step: weights + sequences x (KV + state), as
         :meth:`Footprint.bytes` (None without a footprint)."""
@@ -359,6 +367,7 @@ class Estimate(Result):
                        "kernels": self.kernels,
                        "utilization": _plain(self.utilization),
                        "energy_j": _plain(self.energy),
+                       "energy_measured_model_j": _plain(self.energy_measured_model),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),

@@ -182,6 +182,11 @@ def training_text(est) -> str:
         lines.append(f"  {g} {p['size']}: {p['where']}")
     if "energy_per_step_j" in d:
         lines.append(f"energy {units.fmt(d['energy_per_step_j'], 'energy')} per step")
+    if "energy_per_step_measured_model_j" in d:
+        lines.append(f"energy (per-op model) "
+                     f"{units.fmt(d['energy_per_step_measured_model_j'], 'energy')} per step, "
+                     f"{units.fmt(d['energy_per_million_tokens_measured_model_j'], 'energy')} "
+                     "per million tokens")
     if "cost_per_step_usd" in d:
         lines.append(f"cost ${d['cost_per_step_usd']:.4g} per step, "
                      f"${d['cost_per_million_tokens_usd']:.4g} per million tokens")

@@ -116,6 +116,10 @@ def cmd_simulate(args) -> int:
           f"{r.preemptions} preemptions")
     if r.slo:
         print(f"goodput {r.goodput:.3f} requests/s; SLO {'met' if r.slo_met else 'missed'}")
+    print(f"energy {data['energy_per_output_token_j']:.4g} J per output token, "
+          f"{data['energy_per_request_j']:.4g} J per request, "
+          f"{data['average_power_per_device_w']:.0f} W per device ({data['energy_model']} model, "
+          "docs/energy.md)")
     print(f"basis: {r.basis}")
     for n in r.notes:
         print(f"note: {n}")

@@ -62,6 +62,8 @@ class TrainingEstimate(Result):
     plugin_set: tuple = ()
     energy_per_step_j: float | None = None
     cost_per_step_usd: float | None = None
+    # the per-op energy model (:func:`step_energy`): all devices and the nodes' other power
+    energy_per_op_step_j: float | None = None
 
     HEADLINE = (
         Headline("step_time", "s", "step_time_s"),
@@ -125,6 +127,10 @@ class TrainingEstimate(Result):
             out["energy_per_step_j"] = self.energy_per_step_j
             out["energy_per_million_tokens_j"] = self.energy_per_step_j / self.tokens_per_step \
                 * 1e6
+        if self.energy_per_op_step_j is not None:
+            out["energy_per_step_measured_model_j"] = self.energy_per_op_step_j
+            out["energy_per_million_tokens_measured_model_j"] = \
+                self.energy_per_op_step_j / self.tokens_per_step * 1e6
         if self.cost_per_step_usd is not None:
             out["cost_per_step_usd"] = self.cost_per_step_usd
             out["cost_per_million_tokens_usd"] = self.cost_per_step_usd \
@@ -212,6 +218,51 @@ def _f(x) -> float:
     return float(np.asarray(x))
 
 
+def step_traffic(r, layout) -> float:
+    """DRAM bytes one device moves in a step, from its memory parts (an estimate, not a
+    measured count): per micro-batch the forward reads the weights once and the backward
+    twice (data and weight gradients), the gradients are accumulated (read and written) and
+    one micro-batch's activations are written and read back; the optimizer step reads and
+    writes the weights and the optimizer state and reads the gradients:
+
+    ``B = m (3 W + 2 G + 2 A / k) + 2 W + G + 2 O``, ``k = min(m, pp)`` micro-batches in
+    flight."""
+    m = _f(r["micro_batches"])
+    w, g, o, a = (_f(r[k]) for k in ("weights", "gradients", "optimizer_state", "activations"))
+    k = max(1.0, min(m, float(layout.pp))) if layout.pp > 1 else 1.0
+    return m * (3.0 * w + 2.0 * g + 2.0 * a / k) + 2.0 * w + g + 2.0 * o
+
+
+def step_energy(device, cluster, layout, r, step: float, table=None) -> float | None:
+    """J of a training step on the per-op model (:mod:`roofkit.energy`), or None where the
+    device has no per-op constants or no TDP. Per device
+
+    ``E_d = min(P_static t + e_flop[slot] F / n + e_byte B, TDP t)``
+
+    (``F`` the step's hardware FLOPs over ``n`` devices, ``B`` :func:`step_traffic`; link
+    bytes are not charged, the step model gives collective times, not bytes), plus each
+    node's power beyond its devices, ``node_power - devices_per_node * TDP`` (the cluster's
+    maximum system power: an upper bound), over the step: ``E = n E_d + nodes P_rest t``."""
+    from .. import energy as _energy
+
+    c = _energy.constants(device.name, table)
+    tdp = float(device.power.tdp or 0.0)
+    if c is None or tdp <= 0.0:
+        return None
+    slot = "fp8" if layout.precision == "fp8" else (
+        "fp16" if layout.precision == "fp16" else "bf16")
+    peak = float(device.compute.get(slot) or device.compute.get("bf16") or 0.0)
+    n = layout.devices
+    flops = _f(r["hardware_flops"]) / n
+    per_device = min(c.p_busy * step + c.e_flop(tdp, peak, slot) * flops
+                     + c.e_byte * step_traffic(r, layout), tdp * step)
+    rest = 0.0
+    if cluster.node_power:
+        nodes = max(1, n // cluster.devices_per_node)
+        rest = nodes * max(cluster.node_power - cluster.devices_per_node * tdp, 0.0) * step
+    return n * per_device + rest
+
+
 def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEstimate:
     device = registry.device(cl.device)
     step = _f(r["step"])
@@ -240,4 +291,5 @@ def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEs
         breakdown={k: _f(r[k]) for k in BREAKDOWN}, placement=place,
         basis=basis_text + (" ; energy at node power (or device TDP) for the whole step"
                             if energy is not None else ""),
-        plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost)
+        plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost,
+        energy_per_op_step_j=step_energy(device, cl, layout, r, step))

@@ -206,6 +206,8 @@ class LoadEstimate(Result):
     plugins: tuple[str, ...] = ()
     device_class: str = ""  # vendor and category, the stratum of its intervals
     inside: bool = False  # its device's bandwidth is measured (the intervals' range)
+    # (pools of (replica, traces, devices per trace), device spec): energy, on access
+    energy_parts: tuple = attrs.field(default=(), repr=False)
 
     #: the figures that carry an interval: (key, the mean of which table or attribute)
     INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
@@ -245,6 +247,38 @@ class LoadEstimate(Result):
     @property
     def output_tokens_per_s(self) -> float:
         return self.output_tokens / self.duration if self.duration > 0 else math.nan
+
+    @property
+    def energy(self) -> float:
+        """J of all devices over the run (:mod:`roofkit.load.energy`: the per-op model over
+        every step, idle time at idle power; the TDP model where the device has no per-op
+        constants)."""
+        if not self.energy_parts:
+            return math.nan
+        from .energy import run_energy
+
+        pools, device = self.energy_parts
+        return run_energy(pools, self.duration, device)
+
+    @property
+    def energy_model(self) -> str:
+        from ..energy import model_name
+
+        return model_name(self.device)
+
+    @property
+    def energy_per_output_token(self) -> float:
+        """J per generated token, all devices: energy / output tokens."""
+        return self.energy / self.output_tokens if self.output_tokens else math.nan
+
+    @property
+    def energy_per_request(self) -> float:
+        return self.energy / self.requests if self.requests else math.nan
+
+    @property
+    def average_power_per_device(self) -> float:
+        """W: energy / (duration * devices)."""
+        return self.energy / (self.duration * self.devices) if self.duration > 0 else math.nan
 
     @property
     def input_tokens_per_s(self) -> float:
@@ -289,6 +323,10 @@ class LoadEstimate(Result):
             "mean_batch": self.mean_batch, "max_batch": self.max_batch,
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
+            "energy_j": self.energy, "energy_model": self.energy_model,
+            "energy_per_output_token_j": self.energy_per_output_token,
+            "energy_per_request_j": self.energy_per_request,
+            "average_power_per_device_w": self.average_power_per_device,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
             **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
             "timeline": self.timeline_samples(),
@@ -550,6 +588,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         finish = np.concatenate([tr.finish for tr in traces])
         devices = tp * dp * pp * ep
         reps = [rep]
+        pools = ((rep, traces, tp),)
         layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
         if fab.out is not None:
             layout["cluster"] = fab.name
@@ -589,6 +628,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         traces = dtr
         devices = ptp * dis.prefill_workers + dtp * dis.decode_workers
         reps = [prep, drep]
+        pools = ((prep, ptr, ptp), (drep, dtr, dtp))
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
@@ -663,7 +703,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         timeline={"time_s": tr0.step_end, "step_s": tr0.step_time, "batch": tr0.step_seqs,
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
-        pd_ratio=pd_ratio, plugins=reg.plugin_set)
+        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d))
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
