@@ -206,6 +206,9 @@ class LoadEstimate(Result):
     plugins: tuple[str, ...] = ()
     device_class: str = ""  # vendor and category, the stratum of its intervals
     inside: bool = False  # its device's bandwidth is measured (the intervals' range)
+    #: a step ran outside the batch range the engine's host time (or a kernel profile) was
+    #: measured at: its intervals take the "outside the calibrated range" stratum
+    outside_profile_range: bool = False
 
     #: the figures that carry an interval: (key, the mean of which table or attribute)
     INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
@@ -223,8 +226,8 @@ class LoadEstimate(Result):
                 continue
             iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
                           device_class=self.device_class,
-                          inside=self.inside and self.basis.startswith("measured"),
-                          level=level)
+                          inside=self.inside and self.basis.startswith("measured") and
+                          not self.outside_profile_range, level=level)
             if iv is not None:
                 out[key] = iv
         return out
@@ -289,6 +292,7 @@ class LoadEstimate(Result):
             "mean_batch": self.mean_batch, "max_batch": self.max_batch,
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
+            "outside_profile_range": self.outside_profile_range,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
             **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
             "timeline": self.timeline_samples(),
@@ -619,6 +623,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         stats = {"ttft": _stats(ttft), "tpot": _stats(tpot), "e2e": _stats(e2e),
                  "itl": _stats(itl_x, itl_w)}
         met = all(stats[k.split("_")[0]][k.split("_")[1]] <= v for k, v in slo.items())
+    outside = False  # a step outside the engine profile's measured batch range
     for rep in reps:
         notes += list(rep.notes)
         h = rep.host
@@ -628,9 +633,10 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             s_lo = min(x[0] for x in seen)
             s_hi = max(x[1] for x in seen)
             if s_lo < lo or s_hi > hi:
+                outside = True
                 notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
-                             f"sequences, measured at {lo}..{hi} (extended linearly); "
-                             f"{h.source}")
+                             f"sequences, measured at {lo}..{hi} (extended linearly below "
+                             f"{lo}, held at its batch-{hi} value above); {h.source}")
     notes.append(f"host per step: {reps[-1].host.source}")
     if prefix_hit:
         notes.append(f"prefix cache: {prefix_hit:.0%} of each new prompt's tokens (whole "
@@ -645,7 +651,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     return LoadEstimate(
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
         inside=device_roofline(d, "calibrated", reg).bandwidth_measured,
-        workload=w.name, device=d.name, engine=eng_name, layout=layout,
+        outside_profile_range=outside, workload=w.name, device=d.name, engine=eng_name,
+        layout=layout,
         pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
         itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
         input_tokens=int(np.sum(in_len)), output_tokens=int(np.sum(out_len)),

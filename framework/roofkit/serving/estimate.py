@@ -76,6 +76,9 @@ class ServingEstimate(Result):
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
     device_class: str = ""  # vendor and category, the stratum of its intervals
     measured: bool = False  # the calibrated basis rests on a measured bandwidth of the device
+    #: a step's batch lies outside the range an engine profile it uses was measured at (its
+    #: host time, or a kernel profile): the intervals take the "outside" stratum
+    outside_profile_range: bool = False
     # the circuit estimates the breakdown and energy are computed from, on access
     parts: tuple = attrs.field(default=(), repr=False)
 
@@ -94,7 +97,8 @@ class ServingEstimate(Result):
                 continue
             iv = interval(float(value), rows, metric=name, engine=self.engine or "",
                           device_class=self.device_class,
-                          inside=self.measured and self.basis == "calibrated", level=level)
+                          inside=self.measured and self.basis == "calibrated" and
+                          not self.outside_profile_range, level=level)
             if iv is not None:
                 out[name] = iv
         return out
@@ -228,6 +232,7 @@ class ServingEstimate(Result):
             "energy_measured_model_j": self.energy_measured_model,
             "energy_per_output_token_j": self.energy_per_output_token,
             "fits": self.fits,
+            "outside_profile_range": self.outside_profile_range,
             "max_batch": self.max_batch(),
             "memory": {
                 "context": self.fit_context,
@@ -377,6 +382,9 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     if engine is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
+    outside = pre_host.outside_profile_range or dec_host.outside_profile_range
+    if pre_host.note:
+        notes.append(pre_host.note)
     notes += [n for n in pre.notes if n not in notes]
     e2e = ttft + float(itl.sum())
     fp = _footprint(s)
@@ -393,7 +401,8 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         f"per step{', collectives included' if tp > 1 else ''})",
         prefill_device=float(pre.time), plugins=pre.plugins,
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
-        measured=roof.bandwidth_measured, parts=(pre, dec, len(ctx), host_time))
+        measured=roof.bandwidth_measured, outside_profile_range=outside,
+        parts=(pre, dec, len(ctx), host_time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "
