@@ -378,7 +378,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
                        max_context=longest + 2 * verify, verify=verify, ep=ep,
-                       a2a=fabric.all_to_all(ep) if ep > 1 else None)
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None,
+                       engine=spec_e.name if spec_e is not None else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -448,16 +449,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify, ep=1, a2a=None) -> StepCosts:
+               max_context, verify, ep=1, a2a=None, engine=None) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a)
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a, engine)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify, ep=ep, a2a=a2a)
+                      max_context=max_context, verify=verify, ep=ep, a2a=a2a, engine=engine)
     reg._memo[key] = (w, d, costs)
     return costs
 

@@ -148,6 +148,26 @@ def engine_profile(host: dict, name: str):
     return engines[name]
 
 
+def host_engine(registry, host: dict, engine: str | None) -> str | None:
+    """The host calibration profile ``engine`` names: itself when the host calibration has
+    it, else the one an engine profile of ``specs/engines`` of that name points to (None
+    when that profile has no measured host time, or the host calibration lacks it: a
+    leave-one-source-out registry); an unknown name is an UnknownNameError listing both."""
+    if engine is None or engine in host["engines"]:
+        return engine
+    from ..circuit.kernels import engine_spec
+
+    spec = engine_spec(registry, engine)
+    if spec is None:
+        cat = registry.catalogues.get("engines") or {}
+        known = sorted({*host["engines"], *cat})
+        raise UnknownNameError("engine profile", engine, known,
+                               hint="Engine profiles: the host calibration's (engines.*) and "
+                                    f"specs/engines: {', '.join(known)}.")
+    name = spec.host.calibration
+    return name if name and name in host["engines"] else None
+
+
 def step_overhead(roofline, host: dict, launches: int, batch: int,
                   engine: str | None) -> StepOverhead:
     """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis
