@@ -146,3 +146,13 @@ def test_a_bad_kernel_profile_names_its_key(tmp_path, kernel, key):
     (folder / "x.toml").write_text(HEAD + "[[kernels]]\n" + kernel + "\n", encoding="utf-8")
     with pytest.raises(roofkit.SpecError, match=key.replace(".", r"\.").replace("[", r"\[")):
         roofkit.build_registry(entry_points=False, spec_paths=[tmp_path])
+
+
+def test_simulate_flags_steps_outside_a_kernels_measured_rows(registry):
+    kw = dict(concurrency=16, requests=32, input_len=256, output_len=32, engine="vllm-v1",
+              registry=registry)
+    marlin = roofkit.simulate("llama-3.1-8b", "h100", precision="awq-int4-g128", **kw)
+    plain = roofkit.simulate("llama-3.1-8b", "h100", **kw)
+    assert marlin.outside_profile_range
+    assert any(n.startswith("kernel marlin outside its measured range") for n in marlin.notes)
+    assert not plain.outside_profile_range

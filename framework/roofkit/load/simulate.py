@@ -638,6 +638,15 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                 notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
                              f"sequences, measured at {lo}..{hi} (extended linearly below "
                              f"{lo}, held at its batch-{hi} value above); {h.source}")
+    for rep in reps:  # engine kernels measured at other GEMM rows than the steps ran
+        from ..circuit.kernels import outside as _kernels_outside
+
+        ranges = {*rep.costs.decode_plan.kernel_ranges, *rep.costs.prefill_plan.kernel_ranges}
+        rows = [int(x) for tr in traces for x in (tr.step_tokens.min(), tr.step_tokens.max())
+                if len(tr.step_tokens)]
+        beyond = _kernels_outside(sorted(ranges), np.array(rows)) if rows else []
+        outside = outside or bool(beyond)
+        notes += beyond
     notes.append(f"host per step: {reps[-1].host.source}")
     if prefix_hit:
         notes.append(f"prefix cache: {prefix_hit:.0%} of each new prompt's tokens (whole "
