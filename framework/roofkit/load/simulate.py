@@ -208,6 +208,9 @@ class LoadEstimate(Result):
     inside: bool = False  # its device's bandwidth is measured (the intervals' range)
     # (pools of (replica, traces, devices per trace), device spec): energy, on access
     energy_parts: tuple = attrs.field(default=(), repr=False)
+    #: a step ran outside the batch range the engine's host time (or a kernel profile) was
+    #: measured at: its intervals take the "outside the calibrated range" stratum
+    outside_profile_range: bool = False
 
     #: the figures that carry an interval: (key, the mean of which table or attribute)
     INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
@@ -225,8 +228,8 @@ class LoadEstimate(Result):
                 continue
             iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
                           device_class=self.device_class,
-                          inside=self.inside and self.basis.startswith("measured"),
-                          level=level)
+                          inside=self.inside and self.basis.startswith("measured") and
+                          not self.outside_profile_range, level=level)
             if iv is not None:
                 out[key] = iv
         return out
@@ -327,6 +330,7 @@ class LoadEstimate(Result):
             "energy_per_output_token_j": self.energy_per_output_token,
             "energy_per_request_j": self.energy_per_request,
             "average_power_per_device_w": self.average_power_per_device,
+            "outside_profile_range": self.outside_profile_range,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
             **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
             "timeline": self.timeline_samples(),
@@ -412,7 +416,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
                        max_context=longest + 2 * verify, verify=verify, ep=ep,
-                       a2a=fabric.all_to_all(ep) if ep > 1 else None)
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None,
+                       engine=spec_e.name if spec_e is not None else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -482,16 +487,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify, ep=1, a2a=None) -> StepCosts:
+               max_context, verify, ep=1, a2a=None, engine=None) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a)
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a, engine)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify, ep=ep, a2a=a2a)
+                      max_context=max_context, verify=verify, ep=ep, a2a=a2a, engine=engine)
     reg._memo[key] = (w, d, costs)
     return costs
 
@@ -664,6 +669,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         stats = {"ttft": _stats(ttft), "tpot": _stats(tpot), "e2e": _stats(e2e),
                  "itl": _stats(itl_x, itl_w)}
         met = all(stats[k.split("_")[0]][k.split("_")[1]] <= v for k, v in slo.items())
+    outside = False  # a step outside the engine profile's measured batch range
     for rep in reps:
         notes += list(rep.notes)
         h = rep.host
@@ -673,9 +679,19 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             s_lo = min(x[0] for x in seen)
             s_hi = max(x[1] for x in seen)
             if s_lo < lo or s_hi > hi:
+                outside = True
                 notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
-                             f"sequences, measured at {lo}..{hi} (extended linearly); "
-                             f"{h.source}")
+                             f"sequences, measured at {lo}..{hi} (extended linearly below "
+                             f"{lo}, held at its batch-{hi} value above); {h.source}")
+    for rep in reps:  # engine kernels measured at other GEMM rows than the steps ran
+        from ..circuit.kernels import outside as _kernels_outside
+
+        ranges = {*rep.costs.decode_plan.kernel_ranges, *rep.costs.prefill_plan.kernel_ranges}
+        rows = [int(x) for tr in traces for x in (tr.step_tokens.min(), tr.step_tokens.max())
+                if len(tr.step_tokens)]
+        beyond = _kernels_outside(sorted(ranges), np.array(rows)) if rows else []
+        outside = outside or bool(beyond)
+        notes += beyond
     notes.append(f"host per step: {reps[-1].host.source}")
     if prefix_hit:
         notes.append(f"prefix cache: {prefix_hit:.0%} of each new prompt's tokens (whole "
@@ -690,7 +706,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     return LoadEstimate(
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
         inside=device_roofline(d, "calibrated", reg).bandwidth_measured,
-        workload=w.name, device=d.name, engine=eng_name, layout=layout,
+        outside_profile_range=outside, workload=w.name, device=d.name, engine=eng_name,
+        layout=layout,
         pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
         itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
         input_tokens=int(np.sum(in_len)), output_tokens=int(np.sum(out_len)),

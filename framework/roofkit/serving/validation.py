@@ -186,12 +186,13 @@ def predict(case, basis: str, registry) -> float:
         est = max_load(case.workload, case.device, input_len=c.input_len,
                        output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
-                       max_requests=c.num_requests, admission=c.kv_admission or "grow")
+                       max_requests=c.num_requests, admission=c.kv_admission or "grow",
+                       engine_version=c.engine_version or None)
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
                        precision=precision, kv_cache_dtype=kv, basis=basis, engine=engine,
-                       registry=registry)
+                       registry=registry, engine_version=c.engine_version or None)
     value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
              "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
     if value is None:
@@ -265,10 +266,17 @@ def _device_class(device: str, registry) -> str:
 
 def _loso_predict(case, reg, removed: tuple[str, ...]) -> float:
     """The calibrated prediction on ``reg`` (the case's own constants removed); a removed
-    engine profile leaves the engine's host time out."""
+    engine profile leaves the engine's host time out, and keeps the kernel profiles of the
+    ``specs/engines`` profile that names it (the measured ones of the case's origin are gone
+    from ``reg``)."""
+    from ..circuit.kernels import engine_spec
+
     gone = {name.split(":engines.", 1)[1] for name in removed if ":engines." in name}
-    if case.config.runtime and case.config.runtime in gone:
-        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=""))
+    runtime = case.config.runtime
+    if runtime and runtime in gone:
+        spec = engine_spec(reg, runtime)
+        keep = spec.name if spec is not None and spec.kernels else ""
+        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=keep))
     return predict(case, "calibrated", reg)
 
 
