@@ -35,3 +35,41 @@ def test_an_unmeasured_bandwidth_is_outside_the_calibrated_range(registry):
     h100 = roofkit.serve("llama-3.1-8b", "h100-sxm", batch=8, input_len=128, output_len=8,
                          registry=registry)
     assert all("range=inside" in iv.stratum for iv in h100.intervals().values())
+
+
+@pytest.mark.parametrize(("device", "slot", "tflops"), [
+    # mag-/gpu_benchmark MAMF table (torch.mm, bf16)
+    ("l40s", "bf16", 252.0), ("l4", "bf16", 91.4), ("rtx-4090", "bf16", 178.5),
+    # binbinsh/gpu-bench results/4090.json (cuBLASLt 8192^3): fp16 175.067, "fp32" is TF32
+    ("rtx-4090", "fp16", 175.1), ("rtx-4090", "tf32", 89.9),
+    # GPUInspector.jl V100-SXM2-32GB page: peakflops_gpu
+    ("v100", "fp16", 116.4), ("v100", "fp32", 15.5),
+])
+def test_measured_matmul_peaks_of_the_added_devices(registry, device, slot, tflops):
+    roof = device_roofline(registry.device(device), "calibrated", registry)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.provenance[f"compute.{slot}"].startswith(f"calibration {device}")
+
+
+@pytest.mark.parametrize(("device", "gbs", "sheet_gbs"), [
+    ("rtx-4090", 918.8, 1008.0),  # cudaMemcpy device to device, read + write counted
+    ("v100", 810.0, 900.0),  # SAXPY 754.39 GiB/s = 754.39 * 1.073741824 GB/s
+])
+def test_measured_bandwidths_of_the_added_devices(registry, device, gbs, sheet_gbs):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.memory.bandwidth == pytest.approx(sheet_gbs * 1e9)
+    assert roof.bandwidth == pytest.approx(gbs * 1e9) and roof.bandwidth_measured
+
+
+def test_the_saxpy_figure_is_the_gib_reading_converted(registry):
+    cal = registry.catalogues["calibration"]["v100"]
+    assert cal.bandwidth.value == pytest.approx(754.39 * 2**30, rel=1e-4)
+    assert "754.39 GiB/s" in cal.bandwidth.where
+
+
+def test_a_bf16_only_calibration_keeps_the_datasheet_bandwidth_and_says_so(registry):
+    roof = device_roofline(registry.device("l40s"), "calibrated", registry)
+    assert roof.measured and not roof.bandwidth_measured
+    assert "datasheet ceiling kept for bandwidth" in roof.basis
+    assert "compute.fp8" in roof.basis.split("datasheet ceiling kept for", 1)[1]

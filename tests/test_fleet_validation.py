@@ -26,8 +26,10 @@ def test_score_is_pinned(report):
     """What the calibrated basis reaches today; the issue's targets (median <= 8 %, max
     <= 25 %) are not met: every scored case is predicted too fast (see docs/fleet.md)."""
     s = report.summary()
-    assert s["calibrated"]["scored"] == 21
-    assert s["calibrated"]["median_abs_error"] <= 0.28
+    # 25 since the V100 calibration (GPUInspector.jl) scores the four Megatron README V100
+    # cases: 21 cases at 27.6 % median before, 25 at 21.4 % after
+    assert s["calibrated"]["scored"] == 25
+    assert s["calibrated"]["median_abs_error"] <= 0.22
     assert s["calibrated"]["max_abs_error"] <= 0.51
     assert s["calibrated"]["median_abs_error"] < s["datasheet"]["median_abs_error"]
 
