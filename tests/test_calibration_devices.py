@@ -73,3 +73,13 @@ def test_a_bf16_only_calibration_keeps_the_datasheet_bandwidth_and_says_so(regis
     assert roof.measured and not roof.bandwidth_measured
     assert "datasheet ceiling kept for bandwidth" in roof.basis
     assert "compute.fp8" in roof.basis.split("datasheet ceiling kept for", 1)[1]
+
+
+def test_the_gb200_fp4_sweep_sets_its_peak_and_size_curve(registry):
+    roof = device_roofline(registry.device("gb200"), "calibrated", registry)
+    assert roof.peaks["fp4"] == pytest.approx(7627.6e12)
+    # Azure ND GB200 v6 cuBLASLt FP4: 287.2 TFLOP/s at 1024^3 over the sweep's best 7627.6
+    assert roof.efficiency("fp4", 2.0 * 1024**3) == pytest.approx(287.2 / 7627.6)
+    assert roof.efficiency("fp4", 2.0 * 16384**3) == pytest.approx(1.0)
+    # the FP8 curve is relative to its own sweep's best (2906.9) and scales the MAMF peak
+    assert roof.matmul_rate("fp8", 2.0 * 4096**3) == pytest.approx(3615.6e12 * 2834.6 / 2906.9)
