@@ -83,3 +83,19 @@ def test_the_gb200_fp4_sweep_sets_its_peak_and_size_curve(registry):
     assert roof.efficiency("fp4", 2.0 * 16384**3) == pytest.approx(1.0)
     # the FP8 curve is relative to its own sweep's best (2906.9) and scales the MAMF peak
     assert roof.matmul_rate("fp8", 2.0 * 4096**3) == pytest.approx(3615.6e12 * 2834.6 / 2906.9)
+
+
+def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
+    from roofkit.serving.loso import constants, origin
+
+    cases = [c for kind in ("validation", "training", "load_cases")
+             for c in registry.catalogues[kind].values()]
+    assert len(cases) >= 206 + 27 + 48
+    case_origins = {origin(c.source.url) for c in cases}
+    added = [c for c in constants(registry)
+             if c.calibration in ("rtx-4090", "v100", "l40s", "l4")
+             or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
+    assert {c.origin for c in added} == {
+        "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
+        "github:azure/ai-benchmarking-guide"}
+    assert not {c.origin for c in added} & case_origins
