@@ -2,6 +2,8 @@
 datasheet's on the calibrated basis; a bandwidth nobody measured stays the datasheet's and
 keeps an estimate outside the calibrated range of the intervals."""
 
+import json
+
 import pytest
 
 import roofkit
@@ -99,3 +101,15 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
         "github:azure/ai-benchmarking-guide"}
     assert not {c.origin for c in added} & case_origins
+
+
+def test_show_ends_with_the_calibrated_basis(capsys):
+    from roofkit.testing import run_cli
+
+    code, out, _ = run_cli(capsys, "show", "m3-max")
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and last.startswith("calibrated basis: no calibration for m3-max")
+    assert "datasheet only" in last
+    code, out, _ = run_cli(capsys, "show", "rtx-4090", "--json")
+    basis = json.loads(out)["calibrated_basis"]
+    assert basis.startswith("measured achievable for rtx-4090") and "bandwidth" in basis
