@@ -219,7 +219,11 @@ def _kernel_ms(case, basis: str, registry) -> float:
     return float(r.time) / r.count * 1e3
 
 
-def _calibrated(case, registry) -> str:
+#: the words of every listed reason whose case has no measurement behind its calibrated basis
+DATASHEET_ONLY = "its calibrated basis is its datasheet"
+
+
+def _uncalibrated(case, registry) -> str:
     """Why the calibrated basis of ``case`` is its datasheet ("" when a measurement of its
     device stands behind it: the memory bandwidth, or the compute slot its precision runs
     on)."""
@@ -257,9 +261,9 @@ def _why_listed(case, by_name: dict, registry) -> str:
                 f"measured by the same publisher with {later.config.engine}")
     if case.unscored:
         return case.unscored
-    uncalibrated = _calibrated(case, registry)
+    uncalibrated = _uncalibrated(case, registry)
     if uncalibrated:
-        return f"{uncalibrated}, so its calibrated basis is its datasheet: listed, not scored"
+        return f"{uncalibrated}, so {DATASHEET_ONLY}: listed, not scored"
     return ""
 
 
