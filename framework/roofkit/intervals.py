@@ -127,13 +127,13 @@ def table(path: str | None = None) -> tuple[Residual, ...]:
 
 def residuals(report) -> list[Residual]:
     """Out-of-sample residuals of a validation report: every scored case, and every case
-    listed only because its device has no calibration (the range outside it)."""
-    from .serving.validation import LOSO, SCORED
+    listed only because its calibrated basis is its datasheet (the range outside it)."""
+    from .serving.validation import DATASHEET_ONLY, LOSO, SCORED
 
     out = []
     for c in report.cases:
         p = c.predicted.get(LOSO)
-        outside = "no calibration in specs/calibration" in c.reason
+        outside = DATASHEET_ONLY in c.reason
         if p is None or p <= 0 or not (c.group == SCORED or outside):
             continue
         out.append(Residual(c.name, c.origin, c.engine, c.metric, c.device_class,

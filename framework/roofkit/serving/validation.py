@@ -220,14 +220,30 @@ def _kernel_ms(case, basis: str, registry) -> float:
     return float(r.time) / r.count * 1e3
 
 
-def _calibrated(device: str, registry) -> bool:
-    """Whether ``device`` has measured constants behind its calibrated basis."""
+#: the words of every listed reason whose case has no measurement behind its calibrated basis
+DATASHEET_ONLY = "its calibrated basis is its datasheet"
+
+
+def _uncalibrated(case, registry) -> str:
+    """Why the calibrated basis of ``case`` is its datasheet ("" when a measurement of its
+    device stands behind it: the memory bandwidth, or the compute slot its precision runs
+    on)."""
     from ..circuit.roofline import device_roofline
 
     try:
-        return device_roofline(registry.device(device), "calibrated", registry).measured
-    except LookupError:
-        return True  # the prediction reports the unknown name
+        roof = device_roofline(registry.device(case.device), "calibrated", registry)
+        if not roof.measured:
+            return f"{case.device} has no calibration in specs/calibration"
+        if roof.bandwidth_measured:
+            return ""
+        precision = registry.precision(case.config.precision or "bf16")
+        slot = roof.slot_for(precision)[0]
+    except (LookupError, RoofkitError):
+        return ""  # the prediction reports the unknown name
+    if roof.provenance.get(f"compute.{slot}", "").startswith("calibration"):
+        return ""
+    return (f"{case.device}'s calibration in specs/calibration measures neither its memory "
+            f"bandwidth nor its {slot} compute")
 
 
 def _why_listed(case, by_name: dict, registry) -> str:
@@ -246,9 +262,9 @@ def _why_listed(case, by_name: dict, registry) -> str:
                 f"measured by the same publisher with {later.config.engine}")
     if case.unscored:
         return case.unscored
-    if not _calibrated(case.device, registry):
-        return (f"{case.device} has no calibration in specs/calibration, so its calibrated "
-                "basis is its datasheet: listed, not scored")
+    uncalibrated = _uncalibrated(case, registry)
+    if uncalibrated:
+        return f"{uncalibrated}, so {DATASHEET_ONLY}: listed, not scored"
     return ""
 
 
