@@ -19,8 +19,8 @@ DATASHEET_MEDIAN = 0.3250
 
 
 @pytest.fixture(scope="module")
-def report(registry):
-    return run(registry=registry)
+def report(serving_suite):
+    return serving_suite.static  # the static view of the whole set, run once per session
 
 
 def test_validate_runs_over_the_whole_set(report, registry):
@@ -72,14 +72,14 @@ def test_signed_error_is_prediction_over_measurement(report):
 
 
 def test_validate_cli_prints_both_bases_and_the_summary(capsys):
-    assert main(["validate"]) == 0
+    assert main(["validate", "--kind", "static"]) == 0
     out = capsys.readouterr().out
     assert "datasheet: median |error|" in out and "calibrated: median |error|" in out
     assert "other (" in out  # unscored cases shown separately, with their reasons
 
 
 def test_validate_json(capsys):
-    assert main(["validate", "--json"]) == 0
+    assert main(["validate", "--kind", "static", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     case = data["cases"][0]
     for key in ("name", "measured", "predicted_datasheet", "predicted_calibrated",
@@ -125,7 +125,7 @@ def test_a_device_without_calibration_is_listed_not_scored(report):
 
 
 def test_validate_markdown_gives_the_tables_and_summary(capsys, report):
-    assert main(["validate", "--markdown"]) == 0
+    assert main(["validate", "--kind", "static", "--markdown"]) == 0
     out = capsys.readouterr().out
     n = len(report.scored())
     assert out.startswith(f"Scored: {n} single-node inference cases.")

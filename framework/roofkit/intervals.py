@@ -197,17 +197,18 @@ def load_residuals(report, registry) -> list[Residual]:
 
 
 def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
-             leave_out: str = "case") -> dict:
+             leave_out: str = "case", score=None) -> dict:
     """Out-of-sample coverage: each case's interval, in its own stratum, from the residuals
     of the other cases (``leave_out="case"``) or of the other sources (``"source"``: a
     stricter test, whether the intervals transfer to a publisher they have not seen); the
     share whose measurement it contains, overall and per range. A case no interval can be
-    made for is counted apart. Only a case's own (``loso``) residual is scored; its
-    datasheet-basis row only fills the outside strata."""
+    made for is counted apart. Only a case's own (``loso``) residual is scored (and with
+    ``score``, a predicate on a residual, only those it accepts); its datasheet-basis row
+    only fills the outside strata."""
     if leave_out not in ("case", "source"):
         raise RoofkitError(f"leave_out is 'case' or 'source', not {leave_out!r}")
     rows = list(rows)
-    scored = [r for r in rows if r.basis == "loso"]
+    scored = [r for r in rows if r.basis == "loso" and (score is None or score(r))]
     hits: dict[str, list[bool]] = {"inside": [], "outside": []}
     by_metric: dict[str, list[bool]] = {}
     for row in scored:
