@@ -147,3 +147,30 @@ def test_engine_profiles_map_to_their_family():
     assert I.engine_family("vllm-v1") == "vllm"
     assert I.engine_family("tensorrt-llm-session") == "tensorrt-llm"
     assert I.engine_family("sglang") == "sglang"
+
+
+def test_a_thin_metric_widens_to_its_family_before_all_metrics():
+    # load TTFT from one source: the TTFT family (static and under load) has two
+    rows = (_rows([0.5] * 10, ("nim",), metric="load_ttft_ms")
+            + _rows([0.0] * 10, ("a", "b"), metric="ttft_ms")
+            + _rows([-0.9] * 10, ("a", "b"), metric="e2e_ms"))
+    iv = I.interval(1.0, rows, metric="load_ttft_ms", engine="vllm",
+                    device_class="nvidia cloud")
+    assert iv.stratum.startswith("family=ttft range=inside") and iv.n == 20
+
+
+def test_a_simulation_carries_intervals_on_means_percentiles_and_throughput(capsys):
+    code, out, _ = run_cli(capsys, "simulate", "llama-3.1-8b", "h100-sxm", "--concurrency",
+                           "4", "--requests", "32", "--input-len", "128", "--output-len", "32",
+                           "--interval", "0.9", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for m in ("ttft", "tpot", "itl", "e2e"):
+        for q in ("mean", "p50", "p90", "p99"):
+            key = f"{m}_ms" if q == "mean" else f"{m}_ms_{q}"
+            iv = d["intervals"][key]
+            assert iv["lo"] <= d[f"{m}_ms"][q] <= iv["hi"] and iv["level"] == 0.9
+    assert d["intervals"]["output_tokens_per_s"]["lo"] < d["output_tokens_per_s"]
+    code, out, _ = run_cli(capsys, "simulate", "llama-3.1-8b", "h100-sxm", "--concurrency",
+                           "4", "--requests", "32", "--output-len", "32")
+    assert code == 0 and "80% intervals" in out and "ttft_ms:" in out

@@ -20,7 +20,8 @@ Cases of one source are not exchangeable with a new source's (they share its eng
 client and reading), so a stratum is thin when it is too small for ``L`` (k_lo < 1 or
 k_hi > n) or holds the residuals of fewer than ``MIN_SOURCES`` sources: one source's spread
 says nothing of how far the next publisher lands. A thin stratum backs off: drop the engine,
-then the device class, then the metric, then the range; the interval names the stratum it
+then the device class, then widen the metric to its family (TTFT static and under load;
+ITL and TPOT), then drop the family, then the range; the interval names the stratum it
 used. ``roofkit validate`` scores the construction both ways: each case's interval from the
 other cases' residuals, and from the other sources' only (its own source held out).
 
@@ -46,6 +47,19 @@ DEFAULT_LEVEL = 0.8
 TABLE = Path(__file__).with_name("residuals.json")
 #: the stratum keys, dropped from the left when a stratum is too thin
 KEYS = ("engine", "device_class", "metric", "range")
+#: the strata tried in turn: the full stratum, then without the engine, the device class,
+#: the metric in favour of its family (TTFT static and under load), the family, the range
+LEVELS = (KEYS, KEYS[1:], KEYS[2:], ("family", "range"), ("range",), ())
+#: a metric (without its ``load_`` prefix) -> its family
+METRIC_FAMILY = {"ttft_ms": "ttft", "itl_ms": "decode", "tpot_ms": "decode",
+                 "e2e_ms": "e2e", "output_tokens_per_s": "throughput",
+                 "requests_per_s": "throughput", "kernel_ms": "kernel"}
+
+
+def family(metric: str) -> str:
+    """The family of a residual's metric: ``load_ttft_ms`` and ``ttft_ms`` -> ``ttft``."""
+    m = metric.removeprefix("load_")
+    return METRIC_FAMILY.get(m, m)
 #: the fewest sources whose residuals make a stratum (see the module docstring)
 MIN_SOURCES = 2
 #: which validation metric family stands for each headline figure (a load estimate's
@@ -71,6 +85,10 @@ class Residual:
     #: ``loso``: the case's own out-of-sample residual (scored for coverage); ``datasheet``:
     #: the datasheet-basis residual of a calibrated case, standing for the outside range
     basis: str = "loso"
+
+    @property
+    def family(self) -> str:
+        return family(self.metric)
 
 
 @attrs.frozen
@@ -106,7 +124,7 @@ def order_statistics(n: int, level: float) -> tuple[int, int] | None:
 
 
 def _label(keys: dict, n: int, sources: int) -> str:
-    parts = [f"{k}={keys[k]}" for k in KEYS if k in keys]
+    parts = [f"{k}={v}" for k, v in keys.items()]
     return " ".join(parts or ["all cases"]) + f" ({n} residuals, {sources} sources)"
 
 
@@ -118,12 +136,14 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
     case's residuals out, ``exclude_origin`` one source's (scoring coverage out of
     sample)."""
     level = check_level(level)
+    metric = FAMILY.get(metric, metric)
     want = {"engine": ENGINES.get(engine, engine) or "none", "device_class": device_class,
-            "metric": FAMILY.get(metric, metric), "range": "inside" if inside else "outside"}
+            "metric": metric, "family": family(metric),
+            "range": "inside" if inside else "outside"}
     pool = [r for r in residuals if r.case != exclude_case and
             (not exclude_origin or r.origin != exclude_origin)]
-    for drop in range(len(KEYS) + 1):
-        keys = {k: want[k] for k in KEYS[drop:]}
+    for level_keys in LEVELS:
+        keys = {k: want[k] for k in level_keys}
         sel = [r for r in pool if all(getattr(r, k) == v for k, v in keys.items())]
         sources = len({r.origin for r in sel})
         ks = order_statistics(len(sel), level)

@@ -19,6 +19,7 @@ import attrs
 
 from ..circuit.roofline import BASES
 from ..errors import SpecError
+from ..intervals import family
 from ..results import Headline, Result
 
 LOSO = "loso"
@@ -28,10 +29,6 @@ SCORES = (*BASES, LOSO)
 VIEWS = ("static", "load")
 #: what a breakdown can group the rows by
 BREAKDOWNS = ("family", "engine", "device_class", "view")
-#: metric -> metric family (decode is the time per output token, static or under load)
-FAMILY = {"ttft_ms": "ttft", "itl_ms": "decode", "tpot_ms": "decode", "e2e_ms": "e2e",
-          "output_tokens_per_s": "throughput", "requests_per_s": "throughput",
-          "kernel_ms": "kernel"}
 
 
 @attrs.frozen
@@ -174,7 +171,7 @@ def rows(static, load, registry) -> list[Row]:
     from .validation import SCORED, _device_class
 
     vcat = registry.catalogues["validation"]
-    out = [Row(c.name, "static", c.metric, FAMILY.get(c.metric, c.metric), c.engine,
+    out = [Row(c.name, "static", c.metric, family(c.metric), c.engine,
                c.device_class, c.origin, c.config, c.measured, dict(c.predicted),
                getattr(vcat[c.name], "cause", ""))
            for c in static.cases if c.group == SCORED]
@@ -183,7 +180,7 @@ def rows(static, load, registry) -> list[Row]:
         if not c.scored:
             continue
         case = lcat[c.name]
-        out.append(Row(c.name, "load", c.metric, FAMILY.get(c.metric, c.metric),
+        out.append(Row(c.name, "load", c.metric, family(c.metric),
                        engine_family(case.config.profile),
                        _device_class(case.device, registry), c.origin, c.config,
                        c.measured, dict(c.predicted), getattr(case, "cause", "")))
