@@ -122,9 +122,10 @@ def test_the_datasheet_basis_takes_the_outside_range():
 
 def test_the_shipped_table_covers_75_to_85_percent_out_of_sample_both_ways():
     rows = I.table()
-    assert {r.metric for r in rows} >= {"load_ttft_ms", "load_tpot_ms", "ttft_ms"}
-    for leave_out in ("case", "source"):
-        cov = I.coverage(rows, 0.8, leave_out)
+    assert {r.metric for r in rows} >= {"load_ttft_ms", "load_tpot_ms", "ttft_ms",
+                                        I.TRAIN_METRIC}
+    for leave_out in ("case", "source"):  # the serving cases, static and under load
+        cov = I.coverage(rows, 0.8, leave_out, score=lambda r: r.metric != I.TRAIN_METRIC)
         assert cov["without_interval"] == 0
         assert 0.75 <= cov["covered"] <= 0.85, (leave_out, cov)
 
@@ -174,3 +175,36 @@ def test_a_simulation_carries_intervals_on_means_percentiles_and_throughput(caps
     code, out, _ = run_cli(capsys, "simulate", "llama-3.1-8b", "h100-sxm", "--concurrency",
                            "4", "--requests", "32", "--output-len", "32")
     assert code == 0 and "80% intervals" in out and "ttft_ms:" in out
+
+
+def test_training_and_serving_residuals_never_share_a_stratum():
+    rows = _rows([0.0] * 30) + _rows([-0.5] * 5, metric=I.TRAIN_METRIC)
+    assert I.interval(1.0, rows, metric=I.TRAIN_METRIC) is None  # 5 are too few for 80 %
+    assert I.interval(1.0, rows, metric="ttft_ms", engine="vllm").n == 30
+
+
+def test_the_shipped_training_residuals_match_a_fresh_run(registry):
+    from roofkit.fleet.validation import run
+
+    fresh = {(r.case, r.basis): r.r for r in I.training_residuals(run(registry=registry),
+                                                                   registry)}
+    shipped = {(r.case, r.basis): r.r for r in I.table() if r.metric == I.TRAIN_METRIC}
+    assert set(shipped) == set(fresh), "regenerate: python -m roofkit.intervals"
+    assert all(abs(shipped[k] - fresh[k]) < 0.05 for k in fresh), \
+        "regenerate: python -m roofkit.intervals"
+
+
+def test_a_training_estimate_carries_step_time_and_tokens_intervals(capsys):
+    code, out, _ = run_cli(capsys, "train", "llama-3.1-8b", "8xh100", "--tp", "2",
+                           "--seq-len", "4096", "--global-batch", "64", "--json")
+    assert code == 0
+    d = json.loads(out)
+    step, tps = d["intervals"]["step_time_s"], d["intervals"]["tokens_per_s"]
+    assert step["lo"] < step["hi"] and f"metric={I.TRAIN_METRIC}" in step["stratum"]
+    # tokens/s is tokens per step over the step time: its bounds are the step time's, inverted
+    tokens = d["tokens_per_s"] * d["step_time_s"]
+    assert tps["lo"] == pytest.approx(tokens / step["hi"])
+    assert tps["hi"] == pytest.approx(tokens / step["lo"])
+    code, out, _ = run_cli(capsys, "train", "llama-3.1-8b", "8xh100", "--tp", "2",
+                           "--seq-len", "4096", "--global-batch", "64", "--interval", "0.9")
+    assert code == 0 and "90% interval step_time_s" in out

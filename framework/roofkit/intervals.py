@@ -22,7 +22,8 @@ k_hi > n) or holds the residuals of fewer than ``MIN_SOURCES`` sources: one sour
 says nothing of how far the next publisher lands. A thin stratum backs off: drop the engine,
 then the device class, then widen the metric to its family (TTFT static and under load;
 ITL and TPOT), then drop the family, then the range; the interval names the stratum it
-used. ``roofkit validate`` scores the construction both ways: each case's interval from the
+used. Training residuals (metric ``train_step_s``) and serving residuals never share a
+stratum. ``roofkit validate`` scores the construction both ways: each case's interval from the
 other cases' residuals, and from the other sources' only (its own source held out).
 
 The residual table ships as ``residuals.json`` beside this module, written by
@@ -140,8 +141,10 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
     want = {"engine": ENGINES.get(engine, engine) or "none", "device_class": device_class,
             "metric": metric, "family": family(metric),
             "range": "inside" if inside else "outside"}
+    train = metric.startswith("train_")  # training and serving residuals never mix
     pool = [r for r in residuals if r.case != exclude_case and
-            (not exclude_origin or r.origin != exclude_origin)]
+            (not exclude_origin or r.origin != exclude_origin)
+            and r.metric.startswith("train_") == train]
     for level_keys in LEVELS:
         keys = {k: want[k] for k in level_keys}
         sel = [r for r in pool if all(getattr(r, k) == v for k, v in keys.items())]
@@ -216,6 +219,50 @@ def load_residuals(report, registry) -> list[Residual]:
     return out
 
 
+#: the metric of a training residual: the step time (a tokens/s case's residual is negated:
+#: tokens/s is tokens per step over the step time)
+TRAIN_METRIC = "train_step_s"
+
+
+def training_residuals(report, registry) -> list[Residual]:
+    """Out-of-sample residuals of a training validation report (``roofkit validate --kind
+    training``): per scored case the step-time residual on the calibrated basis without the
+    calibration constants of its own source (:mod:`roofkit.serving.loso`), inside the
+    calibrated range; a case listed only because its device has no calibration, outside;
+    and each scored case's datasheet-basis residual, outside."""
+    from .fleet.validation import predict
+    from .serving import loso
+    from .serving.validation import _device_class
+
+    cat = registry.catalogues["training"]
+    held: dict[str, object] = {}
+    out = []
+    for c in report.cases:
+        case = cat[c.name]
+        outside = c.reason.startswith("no calibration")
+        p, d = c.predicted.get("calibrated"), c.predicted.get("datasheet")
+        if not (c.scored or outside) or p is None or p <= 0 or d is None or d <= 0:
+            continue
+        o = loso.origin(case.source.url)
+        if c.scored:
+            if o not in held:
+                held[o] = loso.without(registry, o)[0]
+            if held[o] is not registry:
+                try:
+                    p = predict(case, "calibrated", held[o])[0]
+                except RoofkitError:
+                    continue
+        sign = 1.0 if case.metric == "step_s" else -1.0  # in step-time orientation
+        keys = (c.name, o, (case.engine.split() or ["none"])[0].lower(), TRAIN_METRIC,
+                _device_class(registry.cluster(case.cluster).device, registry))
+        out.append(Residual(*keys, "outside" if outside else "inside",
+                            sign * math.log(p / c.measured)))
+        if not outside:
+            out.append(Residual(*keys, "outside", sign * math.log(d / c.measured),
+                                "datasheet"))
+    return out
+
+
 def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
              leave_out: str = "case", score=None) -> dict:
     """Out-of-sample coverage: each case's interval, in its own stratum, from the residuals
@@ -254,10 +301,10 @@ def coverage(rows: Iterable[Residual], level: float = DEFAULT_LEVEL,
             "without_interval": len(scored) - len(allh)}
 
 
-def write(report, path: str | Path = TABLE, load=()) -> Path:
-    """Write the residual table of ``report`` (and the ``load`` residuals) to ``path`` (the
-    shipped one by default)."""
-    rows = [attrs.asdict(r) for r in (*residuals(report), *load)]
+def write(report, path: str | Path = TABLE, load=(), training=()) -> Path:
+    """Write the residual table of ``report`` (and the ``load`` and ``training`` residuals)
+    to ``path`` (the shipped one by default)."""
+    rows = [attrs.asdict(r) for r in (*residuals(report), *load, *training)]
     Path(path).write_text(json.dumps({
         "about": "out-of-sample residuals ln(predicted / measured), calibrated basis, "
                  "leave-one-source-out; written by python -m roofkit.intervals",
@@ -267,12 +314,14 @@ def write(report, path: str | Path = TABLE, load=()) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a maintenance command
+    from .fleet.validation import run as run_training
     from .load.validation import run as run_load
     from .registry import default_registry
     from .serving.validation import run
 
     reg = default_registry()
-    path = write(run(registry=reg), load=load_residuals(run_load(registry=reg), reg))
+    path = write(run(registry=reg), load=load_residuals(run_load(registry=reg), reg),
+                 training=training_residuals(run_training(registry=reg), reg))
     print(f"wrote {len(table())} residuals to {path}")
     return 0
 
