@@ -208,3 +208,13 @@ def test_a_training_estimate_carries_step_time_and_tokens_intervals(capsys):
     code, out, _ = run_cli(capsys, "train", "llama-3.1-8b", "8xh100", "--tp", "2",
                            "--seq-len", "4096", "--global-batch", "64", "--interval", "0.9")
     assert code == 0 and "90% interval step_time_s" in out
+
+
+def test_a_fleet_serve_carries_intervals(capsys):
+    code, out, _ = run_cli(capsys, "serve", "llama-3.1-70b", "h100-sxm", "--tp", "4", "--pp",
+                           "2", "--batch", "8", "--interval", "0.9", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for name in ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
+        iv = d["intervals"][name]
+        assert iv["lo"] < iv["hi"] and iv["level"] == 0.9 and "range=inside" in iv["stratum"]

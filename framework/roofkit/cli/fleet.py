@@ -286,7 +286,10 @@ def serve_on_cluster(reg, args) -> int:
                       pp=args.pp, ep=args.ep, attention_dp=args.attention_dp,
                       precision=args.precision, kv_cache_dtype=args.kv_cache_dtype,
                       basis=basis, registry=reg, require_fit=args.require_fit)
-    d = est.to_dict()
+    from ..intervals import check_level
+
+    level = check_level(getattr(args, "interval", 0.8))
+    d = est.to_dict(level=level)
     if args.json:
         common.print_json(d)
         return 0
@@ -298,5 +301,8 @@ def serve_on_cluster(reg, args) -> int:
           f"{d['output_tokens_per_s']:,.0f} output tokens/s")
     print(f"memory per device {units.fmt(est.memory_per_device_bytes, 'bytes')} of "
           f"{units.fmt(est.capacity, 'bytes')}: {'fits' if est.fits else 'does not fit'}")
+    for name, iv in d["intervals"].items():
+        print(f"{100 * level:g}% interval {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} "
+              f"({iv['stratum']})")
     print(f"basis: {est.basis}")
     return 0
