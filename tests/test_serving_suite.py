@@ -3,7 +3,6 @@ and breakdown, with the interval coverage out of sample and the misses with thei
 
 import json
 import statistics
-from types import SimpleNamespace
 
 import attrs
 import pytest
@@ -82,16 +81,18 @@ def test_misses_are_the_rows_beyond_the_threshold_worst_first(serving_suite):
 
 
 def test_a_case_spec_cause_reaches_its_row(serving_suite, registry):
-    static = serving_suite.static
-    case = next(c for c in static.cases if c.group == SCORED)
-    spec = registry.catalogues["validation"][case.name]
-    cat = {case.name: attrs.evolve(spec, cause="a cause")}
+    from roofkit.serving.validation import run
 
-    reg = SimpleNamespace(catalogues={**registry.catalogues, "validation": cat},
-                          device=registry.device)  # the registry, with the one case's cause
-    row = next(r for r in suite.rows(attrs.evolve(static, cases=(case,)),
-                                     attrs.evolve(serving_suite.load, cases=()), reg))
-    assert row.cause == "a cause"
+    spec = registry.catalogues["validation"][serving_suite.static.scored()[0].name]
+    static = run(registry=registry, cases=[attrs.evolve(spec, cause="a cause")], loso=False)
+    (row,) = suite.rows(static, attrs.evolve(serving_suite.load, cases=()), registry)
+    assert row.cause == "a cause" and row.to_dict()["cause"] == "a cause"
+
+
+def test_the_known_causes_of_misses_are_in_the_case_specs(serving_suite):
+    by_name = {r.name: r for r in serving_suite.rows}
+    falcon = by_name["trtllm_v090_h100_falcon_180b_fp8_tp4_ttft_128"]
+    assert "128-token FP8 prefill" in falcon.cause
 
 
 def test_validate_prints_the_whole_set(capsys, monkeypatch, serving_suite):
@@ -116,3 +117,15 @@ def test_validate_misses_lists_each_miss_with_its_cause(capsys, monkeypatch, ser
     assert all(r.name in out for r in serving_suite.misses(0.35)) and "cause:" in out
     assert main(["validate", "--misses", "-1"]) == 1
     assert "a fraction of the measurement" in capsys.readouterr().err
+
+
+def test_validate_training_misses_list_the_cases_beyond_with_their_cause(capsys, registry):
+    from roofkit.fleet.validation import run
+
+    report = run(registry=registry)
+    beyond = {c.name for c in report.cases if c.scored and abs(c.error("calibrated")) > 0.35}
+    assert main(["validate", "--kind", "training", "--misses", "0.35", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {m["name"] for m in data["misses"]} == beyond
+    cat = registry.catalogues["training"]
+    assert all(m["cause"] == cat[m["name"]].cause for m in data["misses"])

@@ -170,10 +170,8 @@ def rows(static, load, registry) -> list[Row]:
     from ..intervals import engine_family
     from .validation import SCORED, _device_class
 
-    vcat = registry.catalogues["validation"]
     out = [Row(c.name, "static", c.metric, family(c.metric), c.engine,
-               c.device_class, c.origin, c.config, c.measured, dict(c.predicted),
-               getattr(vcat[c.name], "cause", ""))
+               c.device_class, c.origin, c.config, c.measured, dict(c.predicted), c.cause)
            for c in static.cases if c.group == SCORED]
     lcat = registry.catalogues["load_cases"]
     for c in load.cases:
@@ -183,7 +181,7 @@ def rows(static, load, registry) -> list[Row]:
         out.append(Row(c.name, "load", c.metric, family(c.metric),
                        engine_family(case.config.profile),
                        _device_class(case.device, registry), c.origin, c.config,
-                       c.measured, dict(c.predicted), getattr(case, "cause", "")))
+                       c.measured, dict(c.predicted), c.cause))
     return out
 
 
