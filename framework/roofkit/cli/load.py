@@ -53,6 +53,9 @@ def register(sub) -> None:
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
                    help="default: calibrated where the device has a calibration in "
                    "specs/calibration, else datasheet")
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help="prediction interval level from out-of-sample validation residuals "
+                        "(default 0.8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 
@@ -101,7 +104,10 @@ def cmd_simulate(args) -> int:
                  policy=args.policy, prefix_hit=args.prefix_hit, disagg=args.disagg,
                  spec_decode=args.spec_decode, slo=args.slo, seed=args.seed,
                  basis=args.basis, registry=reg)
-    data = r.to_dict()
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
+    data = r.to_dict(level=level)
     if args.json:
         common.print_json(data)
         return 0
@@ -120,6 +126,13 @@ def cmd_simulate(args) -> int:
           f"{data['energy_per_request_j']:.4g} J per request, "
           f"{data['average_power_per_device_w']:.0f} W per device ({data['energy_model']} model, "
           "docs/energy.md)")
+    ivs = data["intervals"]
+    if ivs:
+        print(f"{100 * level:g}% intervals (out-of-sample validation residuals):")
+        for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
+            if name in ivs:
+                iv = ivs[name]
+                print(f"  {name}: {sig(iv['lo'])} .. {sig(iv['hi'])} ({iv['stratum']})")
     print(f"basis: {r.basis}")
     for n in r.notes:
         print(f"note: {n}")

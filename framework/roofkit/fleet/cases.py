@@ -55,7 +55,8 @@ class CaseSource:
 class TrainingCase:
     """A published training measurement. ``unscored`` gives the reason a case is predicted
     and listed but not scored (a device without a calibration, a run the estimate does not
-    model and the source leaves open)."""
+    model and the source leaves open); ``cause``: one line saying why the prediction misses,
+    where that is known (``roofkit validate --kind training --misses``)."""
 
     name: str = attrs.field(validator=check_key)
     workload: str
@@ -68,6 +69,7 @@ class TrainingCase:
     engine: str = ""
     unscored: str = ""
     notes: str = ""
+    cause: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
         out = measured_problems(self.source.url, self.value)

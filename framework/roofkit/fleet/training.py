@@ -64,6 +64,7 @@ class TrainingEstimate(Result):
     cost_per_step_usd: float | None = None
     # the per-op energy model (:func:`step_energy`): all devices and the nodes' other power
     energy_per_op_step_j: float | None = None
+    device_class: str = ""  # vendor and category, the stratum of its intervals
 
     HEADLINE = (
         Headline("step_time", "s", "step_time_s"),
@@ -108,8 +109,24 @@ class TrainingEstimate(Result):
 
         return Q(self.memory_per_device_bytes, "byte")
 
-    def to_dict(self) -> dict:
+    def intervals(self, level: float = 0.8) -> dict:
+        """The prediction intervals of the step time and the tokens/s at ``level``, from the
+        training cases' out-of-sample step-time residuals (:mod:`roofkit.intervals`); the
+        tokens/s interval is the tokens per step over the step time's."""
+        from ..intervals import TRAIN_METRIC, Interval, interval, table
+
+        iv = interval(self.step_time_s, table(), metric=TRAIN_METRIC,
+                      device_class=self.device_class,
+                      inside=self.basis.startswith("measured"), level=level)
+        if iv is None:
+            return {}
+        tps = Interval(self.tokens_per_s, self.tokens_per_step / iv.hi,
+                       self.tokens_per_step / iv.lo, iv.level, iv.stratum, iv.n)
+        return {"step_time_s": iv, "tokens_per_s": tps}
+
+    def to_dict(self, level: float = 0.8) -> dict:
         out = {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "cluster": self.cluster, "device": self.device,
             "devices": self.layout.devices, "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
@@ -292,4 +309,5 @@ def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEs
         basis=basis_text + (" ; energy at node power (or device TDP) for the whole step"
                             if energy is not None else ""),
         plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost,
-        energy_per_op_step_j=step_energy(device, cl, layout, r, step))
+        energy_per_op_step_j=step_energy(device, cl, layout, r, step),
+        device_class=f"{(device.vendor or 'other').lower()} {device.category}")

@@ -212,24 +212,31 @@ class LoadEstimate(Result):
     #: measured at: its intervals take the "outside the calibrated range" stratum
     outside_profile_range: bool = False
 
-    #: the figures that carry an interval: (key, the mean of which table or attribute)
-    INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
+    #: the figures that carry an interval: the latencies' mean (``ttft_ms``) and percentiles
+    #: (``ttft_ms_p90``), the throughputs
+    LATENCIES = ("ttft", "tpot", "itl", "e2e")
 
     def intervals(self, level: float = 0.8) -> dict:
-        """Per headline figure (the mean latencies, the throughput) its prediction interval
-        from the load cases' out-of-sample residuals (:mod:`roofkit.intervals`)."""
+        """Per headline figure (each latency's mean and p50/p90/p99, the throughputs) its
+        prediction interval from the load cases' out-of-sample residuals
+        (:mod:`roofkit.intervals`). The load cases publish means, so a percentile takes the
+        relative interval of its mean's stratum (the stratum names the mean's metric), and
+        ITL takes TPOT's (its mean per output token)."""
         from ..intervals import engine_family, interval, table
 
         rows, out = table(), {}
-        for key in self.INTERVALS:
-            v = (self.output_tokens_per_s if key == "output_tokens_per_s" else
-                 getattr(self, key.removesuffix("_ms"))["mean"] * 1e3)
-            if not math.isfinite(v):
+        inside = (self.inside and self.basis.startswith("measured")
+                  and not self.outside_profile_range)
+        figures = [(f"{m}_ms" + ("" if q == "mean" else f"_{q}"),
+                    f"load_{'tpot' if m == 'itl' else m}_ms", getattr(self, m)[q] * 1e3)
+                   for m in self.LATENCIES for q in ("mean", "p50", "p90", "p99")]
+        figures += [(k, f"load_{k}", getattr(self, k))
+                    for k in ("output_tokens_per_s", "requests_per_s")]
+        for key, metric, v in figures:
+            if not math.isfinite(v) or v <= 0:
                 continue
-            iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
-                          device_class=self.device_class,
-                          inside=self.inside and self.basis.startswith("measured") and
-                          not self.outside_profile_range, level=level)
+            iv = interval(v, rows, metric=metric, engine=engine_family(self.engine),
+                          device_class=self.device_class, inside=inside, level=level)
             if iv is not None:
                 out[key] = iv
         return out

@@ -107,7 +107,9 @@ class ValidationCase:
     publisher's later measurement of the same configuration with a later version of the
     same engine: this one is still predicted and listed, and only the later one is scored.
     ``unscored`` gives the reason a case is predicted and listed but not scored: the run
-    depends on something the estimate does not model and the source leaves open."""
+    depends on something the estimate does not model and the source leaves open. ``cause``
+    is one line saying why the prediction misses, where that is known (``roofkit validate
+    --misses``)."""
 
     name: str = attrs.field(validator=check_key)
     kind: Kind
@@ -122,6 +124,7 @@ class ValidationCase:
     not_predicted: str = ""
     superseded_by: str = ""
     unscored: str = ""
+    cause: str = ""
 
     @property
     def nodes(self) -> int:

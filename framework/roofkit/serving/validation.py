@@ -51,6 +51,7 @@ class CaseResult:
     engine: str = ""  # the engine family: the first word of the publisher's engine
     device_class: str = ""  # the device's vendor and category
     removed: tuple[str, ...] = ()  # constants of the case's origin left out of its LOSO
+    cause: str = ""  # the case spec's one line on why the prediction misses, where known
 
     def error(self, basis: str) -> float | None:
         """Signed error on ``basis``: datasheet, calibrated, or ``loso`` (calibrated with
@@ -64,6 +65,7 @@ class CaseResult:
                 "measured": self.measured, "group": self.group, "reason": self.reason,
                 "origin": self.origin, "engine": self.engine,
                 "device_class": self.device_class, "loso_removed": list(self.removed),
+                "cause": self.cause,
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
@@ -334,7 +336,7 @@ def run(registry=None, cases=None, loso: bool = True) -> Report:
             out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
                                   case.value, predicted, group, reason, _describe(case),
                                   origins[case.name], _engine_family(case.config.engine),
-                                  _device_class(case.device, reg), removed))
+                                  _device_class(case.device, reg), removed, case.cause))
             bar.update()
     scored_origins = [c.origin for c in out if c.group == SCORED]
     return Report(tuple(out), reg.plugin_set,
