@@ -143,12 +143,11 @@ class Layout:
     state: float
 
 
-def _row_part(dplan, dmask, n, seqs, ep, a2a, dims, hop=(0.0, 0.0)):
+def _row_part(dplan, dmask, n, seqs, ep, a2a, dims):
     """The row-dependent node times at ``n`` token rows; with ``ep`` ranks the routed experts
     run for the tokens of every rank split over the ranks, plus two all-to-alls a MoE layer
     (as :meth:`roofkit.load.steps.StepCosts._experts`, ``a2a`` the fabric's (seconds,
-    seconds per byte)); ``hop`` (seconds, seconds per row) the activation sends between
-    pipeline stages (as :meth:`roofkit.load.steps.StepCosts.with_pipeline`)."""
+    seconds per byte))."""
     rows = 0.0
     for o, is_ctx in zip(dplan.run(n, 1.0, seqs), dmask, strict=True):
         node = o[0].node
@@ -162,36 +161,22 @@ def _row_part(dplan, dmask, n, seqs, ep, a2a, dims, hop=(0.0, 0.0)):
         fixed, per_byte = a2a
         per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep * per_byte
         rows = rows + layers * 2 * (fixed + n * per_row)
-    if hop[0] or hop[1]:
-        rows = rows + hop[0] + n * hop[1]
     return rows
 
 
-def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
-                 ep=1, pp=1, fab=None):
-    """Screening costs of one layout over concurrencies ``C`` (see the module docstring);
-    ``ep`` ranks of expert parallelism with attention data parallelism (``C`` a rank);
-    ``pp`` pipeline stages run as ``pp`` virtual engines (``C`` an engine), each step paying
-    the activation sends across the stage boundaries, each device holding ``1 / pp`` of the
-    weights; ``fab`` the links (:func:`roofkit.load.fabric.fabric_of`; default the device's
-    own node)."""
+def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
+               ep=1, fab=None) -> dict:
+    """The plan runs one (device, precision, tp, ep) needs over concurrencies ``C``, before
+    any pipeline split (which only adds a linear term in the rows and moves the weights):
+    row parts ``r_*``, head parts ``h_*``, attention parts ``a_*``, the host times, the
+    footprint. Built once and shared by every ``pp`` of that layout."""
     if fab is None:
         fab = fabric_of(reg, d.name)[1]
     kw = dict(precision=precision, kv_cache_dtype=kv_cache_dtype, basis=basis, tp=tp,
               registry=reg)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
-    usable = d.memory.capacity * d.memory.usable_fraction
-    cap = usable - fp.weights / pp
-    if ep > 1:
-        cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
-    if cap <= 0:
-        return None
     a2a = fab.all_to_all(ep)
-    hop = (0.0, 0.0)
-    if pp > 1:
-        fixed, per_byte = fab.pipeline(tp, pp)
-        hop = (fixed, float(w.dims["hidden"]) * 2.0 * per_byte)
     dplan = _circuit.plan(w, d, "decode", **kw)
     pplan = _circuit.plan(w, d, "prefill", **kw)
     dmask, pmask = _split(dplan), _split(pplan)
@@ -199,32 +184,68 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     dims = w.dims
 
     def rows(n, seqs):
-        return _row_part(dplan, dmask, n, seqs, ep, a2a, dims, hop)
+        return _row_part(dplan, dmask, n, seqs, ep, a2a, dims)
 
     _, h_c, a_c = _parts(dplan.run(Cf, float(n_in + n_out // 2), Cf), dmask)
-    r_c = rows(Cf, Cf)
-    r_ci = rows(Cf + n_in, Cf + 1)
-    h_c1 = _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1]
-    r_i = rows(float(n_in), 1.0)
-    h_1 = _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1]
-    a_p = _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2]
-    kernels = sum(p.count for p in dplan.nodes)
     spec_e = None if engine is None else reg.spec("engines", engine)
+    kernels = sum(p.count for p in dplan.nodes)
     host = host_table(spec_e, dplan.roofline, reg, kernels, int(max(C)) + 1)
     sizes = () if spec_e is None else tuple(spec_e.cuda_graphs.batch_sizes)
     ci = np.asarray(C, dtype=int)
     eager = np.asarray(host.eager)[ci]
-    graph = np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci], eager)
+    # a prefill worker batches as many whole prompts as its token budget holds
+    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
+    k = max(1, budget // n_in)
+    return {
+        "Cf": Cf, "fp": fp, "host": host, "spec_e": spec_e, "k": k,
+        "r_c": rows(Cf, Cf), "h_c": h_c, "a_c": a_c, "r_ci": rows(Cf + n_in, Cf + 1),
+        "h_c1": _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1],
+        "r_i": rows(float(n_in), 1.0), "h_1": _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1],
+        "a_p": _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2],
+        "r_k": rows(float(k * n_in), float(k)),
+        "h_k": _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1],
+        "eager": eager,
+        "graph": np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci],
+                          eager),
+    }
+
+
+def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
+                 ep=1, pp=1, fab=None, parts=None):
+    """Screening costs of one layout over concurrencies ``C`` (see the module docstring);
+    ``ep`` ranks of expert parallelism with attention data parallelism (``C`` a rank);
+    ``pp`` pipeline stages run as ``pp`` virtual engines (``C`` an engine), each step paying
+    the activation sends across the stage boundaries, each device holding ``1 / pp`` of the
+    weights; ``fab`` the links (:func:`roofkit.load.fabric.fabric_of`; default the device's
+    own node); ``parts`` the layout's :func:`step_parts` when already built."""
+    if fab is None:
+        fab = fabric_of(reg, d.name)[1]
+    if parts is None:
+        parts = step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
+                           basis, ep=ep, fab=fab)
+    fp, host, spec_e, k, Cf = (parts[x] for x in ("fp", "host", "spec_e", "k", "Cf"))
+    usable = d.memory.capacity * d.memory.usable_fraction
+    cap = usable - fp.weights / pp
+    if ep > 1:
+        cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
+    if cap <= 0:
+        return None
+    h0 = h1 = 0.0  # pipeline sends a step: h0 + rows * h1
+    if pp > 1:
+        fixed, per_byte = fab.pipeline(tp, pp)
+        h0, h1 = fixed, float(w.dims["hidden"]) * 2.0 * per_byte
+    r_c = parts["r_c"] + h0 + Cf * h1
+    r_ci = parts["r_ci"] + h0 + (Cf + n_in) * h1
+    r_i = parts["r_i"] + h0 + n_in * h1
+    r_k = parts["r_k"] + h0 + k * n_in * h1
+    h_c, a_c, h_c1, h_1, a_p, h_k = (parts[x] for x in ("h_c", "a_c", "h_c1", "h_1", "a_p",
+                                                         "h_k"))
+    eager, graph = parts["eager"], parts["graph"]
     dev_dec = r_c + h_c + a_c
     t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
     x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph)
     pre_dev = float(r_i + h_1 + a_p)
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
-    # a prefill worker batches as many whole prompts as its token budget holds
-    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
-    k = max(1, budget // n_in)
-    r_k = rows(float(k * n_in), float(k))
-    h_k = _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1]
     dev_k = float(r_k + h_k + k * a_p)
     host_k = host.eager[min(k, len(host.eager) - 1)]
     pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
@@ -291,10 +312,15 @@ def plan_group(item) -> dict:
     def refuse(why, n=1):
         refused[why] = refused.get(why, 0) + int(n)
 
+    built = {}
+
     def costed(tp, ep=1, pp=1):
         try:
+            if (tp, ep) not in built:
+                built[tp, ep] = step_parts(reg, w, d, precision, tp, n_in, n_out, conc,
+                                           engine, kv_dtype, basis, ep=ep, fab=fab)
             lay = layout_costs(reg, w, d, precision, tp, n_in, n_out, conc, engine, kv_dtype,
-                               basis, ep=ep, pp=pp, fab=fab)
+                               basis, ep=ep, pp=pp, fab=fab, parts=built[tp, ep])
         except (SpecError, OOMError, ValueError) as exc:
             refuse(f"not costed: {exc}".split("\n")[0][:120], len(C))
             return None
