@@ -46,6 +46,7 @@ from ..circuit import api as _circuit
 from ..errors import OOMError, RoofkitError, SpecError
 from .fabric import fabric_of
 from .host import host_table
+from .simulate import layout_problems
 from .steps import CONTEXT_ROLES
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -350,6 +351,9 @@ def plan_group(item) -> dict:
             if tp * pp > fab.devices:
                 refuse(f"tp x pp beyond the {fab.devices} devices of {fab.name}", len(C))
                 continue
+            if layout_problems(w, pp=pp):
+                refuse("pp does not divide the layers", len(C))
+                continue
             lay = costed(tp, pp=pp)
             if lay is None:
                 continue
@@ -375,7 +379,7 @@ def plan_group(item) -> dict:
         if ep > budget:
             refuse(f"ep beyond the {budget} devices of {fab.name} and max devices", len(C))
             continue
-        if int(w.dims.get("experts", 0)) % ep:
+        if layout_problems(w, ep=ep):
             refuse("ep does not divide the experts", len(C))
             continue
         lay = costed(1, ep=ep)

@@ -526,6 +526,9 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
     pd_ratio = None
+    problems = layout_problems(w, pp=pp, ep=ep)
+    if problems:
+        raise SpecError(f"invalid serving layout for {w.name}: " + "; ".join(problems))
     if pp > 1:
         fab.pipeline(tp, pp)  # refuses a pipeline beyond one node without a cluster
         if dis is not None:
@@ -659,6 +662,20 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
         pd_ratio=pd_ratio, plugins=reg.plugin_set)
+
+
+def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:
+    """What the workload's dims refuse of a serving layout: stages hold whole layers, an EP
+    rank holds whole experts (as ``serve`` and ``train`` refuse them); the circuit refuses a
+    tp that does not divide the heads."""
+    out = []
+    layers = int(w.dims.get("layers", 0) or 0)
+    experts = int(w.dims.get("experts", 0) or 0)
+    if pp > 1 and layers and layers % pp:
+        out.append(f"pp {pp} does not divide the {layers} layers")
+    if ep > 1 and experts and experts % ep:
+        out.append(f"ep {ep} does not divide the {experts} experts")
+    return out
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
