@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..registry import resolve as resolve_registry
-from .cluster import with_devices
+from .cluster import training_cluster, with_devices
 from .model import arch_of
 from .step import RECOMPUTE, training_step
 from .training import DEFAULT_RESERVE, costing, train
@@ -161,7 +161,7 @@ def search_count(item) -> dict:
     (workload, cluster, n, basis, fixed, global_batch, seq_len, rank, qlora, fp8, reserve,
      top, settings) = item
     registry = resolve_registry(local_registry(settings))
-    cl = registry.cluster(cluster)
+    cl = training_cluster(cluster, registry, n)
     arch = arch_of(workload, registry)
     cln = with_devices(cl, n)
     cand = candidates(arch, n, cln.scale_up.size, fixed or {})
@@ -205,7 +205,7 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
     registry = resolve_registry(local_registry(given))
     if global_batch is None:
         raise SpecError("the layout search needs --global-batch")
-    cl = registry.cluster(cluster)
+    cl = training_cluster(cluster, registry, devices)
     arch = arch_of(workload, registry)
     devices = devices or cl.devices
     if device_counts is None:
