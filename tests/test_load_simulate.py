@@ -90,6 +90,19 @@ def test_pd_transfer_by_hand():
     assert dis.pd_ratio is not None and dis.pd_ratio > 0
 
 
+def test_pd_transfer_across_nodes_by_hand():
+    # a TP8 prefill node and a TP8 decode node of 16xh100: each GPU sends its KV shard (one
+    # of the 8 KV heads) over its own 400 Gb/s NIC, 5 us + bytes / 50 GB/s
+    i = 1000
+    kw = dict(concurrency=1, requests=1, input_len=i, output_len=2, engine=None, tp=8)
+    agg = simulate("llama-3.1-8b", "h100", **kw)
+    dis = simulate("llama-3.1-8b", "16xh100", disagg="1:1", **kw)
+    shard_per_token = 32 * 1 * 128 * 2 * 2
+    t_kv = 5e-6 + i * shard_per_token / 50e9
+    assert dis.ttft["mean"] - agg.ttft["mean"] == pytest.approx(t_kv, rel=1e-6)
+    assert dis.devices == 16 and dis.layout["cluster"] == "16xh100-sxm"
+
+
 @pytest.mark.parametrize("acceptance", [0.0, 1.0])
 def test_speculative_decoding_by_hand(acceptance):
     k, i, o = 3, 200, 41

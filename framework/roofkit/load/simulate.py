@@ -589,6 +589,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         reps = [prep, drep]
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
+        if fab.out is not None:
+            layout["cluster"] = fab.name
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
                      f"{_link_text(dis, fab.kv_link(used))}, counted in TTFT")
         pd_ratio = balance_ratio(ptr, dtr, dis)
