@@ -390,15 +390,15 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                      f"each rank holds the dense weights and 1/{ep} of the experts "
                      f"({experts * (1 - 1 / ep) / 1e9:.1f} GB fewer), runs its own batch and "
                      "KV, and the routed experts of every rank's tokens; two all-to-alls a "
-                     "MoE layer on the interconnect; ranks are taken as evenly loaded")
+                     f"MoE layer on {fabric.name}'s links; ranks are taken as evenly loaded")
     if pp > 1:
         hidden = w.dims.get("hidden")
         if not hidden:
             raise SpecError(f"{w.name} has no 'hidden' dim: pipeline stages need the width of "
                             "the activations they send")
         costs = costs.with_pipeline(float(hidden), 2.0, *fabric.pipeline(tp, pp))
-        notes.append(f"pipeline parallelism: {pp} stages of {int(w.dims.get('layers', 0))} "
-                     f"layers split evenly, {pp} virtual engines (vLLM's scheme) each with "
+        notes.append(f"pipeline parallelism: the {int(w.dims.get('layers', 0))} layers split "
+                     f"evenly over {pp} stages, {pp} virtual engines (vLLM's scheme) each with "
                      f"1/{pp} of the KV; each step sends bf16 activations across {pp - 1} "
                      f"stage boundaries on {fabric.name}'s links")
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
