@@ -325,3 +325,12 @@ def test_a_prefix_cache_hit_skips_whole_blocks_of_prefill_by_hand():
     # the cached blocks still hold KV: decode is unchanged
     assert warm.tpot["mean"] == pytest.approx(cold.tpot["mean"], rel=1e-9)
     assert any("prefix cache: 40%" in n for n in warm.notes)
+
+
+def test_an_ad_hoc_cluster_of_partial_nodes_says_why():
+    # 12 H100s are one and a half nodes of 8: refused as a cluster, not "unknown device"
+    with pytest.raises(roofkit.SpecError, match="whole nodes of 8"):
+        simulate("llama-3.1-8b", "12xh100", concurrency=1, requests=1)
+    with pytest.raises(roofkit.SpecError, match="whole nodes of 8"):
+        roofkit.plan("llama-3.1-8b", ["12xh100"], input_len=128, output_len=16,
+                     slo="ttft_p90=1s", verify=0)
