@@ -42,6 +42,19 @@ def test_shard_holds_the_circuit_parameters(registry):
     assert e.memory_parts["weights"] / 2 * 8 == pytest.approx(arch.params, rel=0.03)
 
 
+def test_one_stage_holds_the_embedding_and_the_head(registry):
+    """llama-3.1-8b unties its embedding (128256 x 4096) from its LM head: on one stage a
+    device holds both, every parameter but the norms (0.003 %)."""
+    arch = arch_of("llama-3.1-8b", registry)
+    one = train("llama-3.1-8b", "dgx-h100", devices=1, seq_len=2048, registry=registry)
+    assert one.memory_parts["weights"] == pytest.approx(2 * arch.params, rel=1e-4)
+    assert one.memory_parts["optimizer_state"] == pytest.approx(12 * arch.params, rel=1e-4)
+    # two stages: half the layers and one of the two tables on the heaviest
+    two = train("llama-3.1-8b", "dgx-h100", devices=2, pp=2, seq_len=2048, registry=registry)
+    layers = 32 * (arch.attention_params + arch.layer_params(arch.mlp))
+    assert two.memory_parts["weights"] == pytest.approx(2 * (layers / 2 + 128256 * 4096))
+
+
 def test_activations_follow_korthikanti_with_flash_attention(registry):
     """GPT-3 175B layer, TP 8 with sequence parallelism, no recomputation: 34 s b h / t
     bytes per layer (Korthikanti et al. 2022 eq. 4 without the 5 a s / h term FlashAttention

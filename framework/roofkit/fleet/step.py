@@ -263,7 +263,10 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                    + moe_frac * (arch.layer_params(arch.shared) + arch.router)) / tp
     expert_local = moe_frac * arch.experts * arch.layer_params(arch.expert) / (ep * tp)
     head_local = V * h / tp
-    stage_dense = stage_layers * dense_local + head_local
+    # one stage holds the embedding table beside the head (tied: the same weights); with
+    # pp > 1 the first stage holds it and the last the head, the heaviest as large
+    embed_local = np.where(pp > 1, 0.0, 0.0 if arch.tied else arch.embedding_params / tp)
+    stage_dense = stage_layers * dense_local + head_local + embed_local
     stage_expert = stage_layers * expert_local
     grad_size = np.where(fp32_accumulation, 4.0, BF16)  # fp32-accumulated: reduced in fp32
     grad_bytes = grad_size * (stage_dense * trainable_layer

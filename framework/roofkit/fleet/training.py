@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import SpecError
 from ..registry import resolve as resolve_registry
 from ..results import Headline, Result
-from .cluster import with_devices
+from .cluster import training_cluster, with_devices
 from .collectives import topology
 from .layout import Layout, check_layout, describe_placement
 from .model import arch_of
@@ -189,7 +189,9 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
     from ..circuit.roofline import resolve_basis
 
     registry = resolve_registry(registry)
-    cl = registry.cluster(cluster)
+    n_given = devices if devices is not None else (tp * pp * cp * dp if dp is not None
+                                                   else None)
+    cl = training_cluster(cluster, registry, n_given)
     basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     if lora and qlora:

@@ -440,15 +440,15 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                      f"each rank holds the dense weights and 1/{ep} of the experts "
                      f"({experts * (1 - 1 / ep) / 1e9:.1f} GB fewer), runs its own batch and "
                      "KV, and the routed experts of every rank's tokens; two all-to-alls a "
-                     "MoE layer on the interconnect; ranks are taken as evenly loaded")
+                     f"MoE layer on {fabric.name}'s links; ranks are taken as evenly loaded")
     if pp > 1:
         hidden = w.dims.get("hidden")
         if not hidden:
             raise SpecError(f"{w.name} has no 'hidden' dim: pipeline stages need the width of "
                             "the activations they send")
         costs = costs.with_pipeline(float(hidden), 2.0, *fabric.pipeline(tp, pp))
-        notes.append(f"pipeline parallelism: {pp} stages of {int(w.dims.get('layers', 0))} "
-                     f"layers split evenly, {pp} virtual engines (vLLM's scheme) each with "
+        notes.append(f"pipeline parallelism: the {int(w.dims.get('layers', 0))} layers split "
+                     f"evenly over {pp} stages, {pp} virtual engines (vLLM's scheme) each with "
                      f"1/{pp} of the KV; each step sends bf16 activations across {pp - 1} "
                      f"stage boundaries on {fabric.name}'s links")
     host = host_table(spec_e, costs.roofline, reg, costs.kernels, sched["max_num_seqs"] + 1)
@@ -581,6 +581,9 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
     pd_ratio = None
+    problems = layout_problems(w, pp=pp, ep=ep)
+    if problems:
+        raise SpecError(f"invalid serving layout for {w.name}: " + "; ".join(problems))
     if pp > 1:
         fab.pipeline(tp, pp)  # refuses a pipeline beyond one node without a cluster
         if dis is not None:
@@ -643,6 +646,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         pools = ((prep, ptr, ptp), (drep, dtr, dtp))
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
+        if fab.out is not None:
+            layout["cluster"] = fab.name
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
                      f"{_link_text(dis, fab.kv_link(used))}, counted in TTFT")
         pd_ratio = balance_ratio(ptr, dtr, dis)
@@ -728,6 +733,20 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
         pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d))
+
+
+def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:
+    """What the workload's dims refuse of a serving layout: stages hold whole layers, an EP
+    rank holds whole experts (as ``serve`` and ``train`` refuse them); the circuit refuses a
+    tp that does not divide the heads."""
+    out = []
+    layers = int(w.dims.get("layers", 0) or 0)
+    experts = int(w.dims.get("experts", 0) or 0)
+    if pp > 1 and layers and layers % pp:
+        out.append(f"pp {pp} does not divide the {layers} layers")
+    if ep > 1 and experts and experts % ep:
+        out.append(f"ep {ep} does not divide the {experts} experts")
+    return out
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
