@@ -61,7 +61,8 @@ from .results import Estimate, Fit, Footprint, NodeCost
 from .roofline import AUTO, device_roofline, resolve_basis
 
 #: keyword settings every estimate accepts besides its named parameters
-SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows")
+SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows", "engine",
+            "engine_version")
 
 #: the named parameters of each public call (for the message on an unknown keyword)
 _NAMED = {
@@ -102,6 +103,11 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
         raise ArgumentError(f"formats must map roles to formats, e.g. {{'experts': 'nvfp4', "
                             f"'activations': 'fp8'}}, got {shown(fmts, 80)}; one format for "
                             "everything is precision=")
+    for name in ("engine", "engine_version"):
+        v = settings.get(name)
+        if v is not None and not isinstance(v, str):
+            raise ArgumentError(f"{name} must be a name such as 'tensorrt-llm' or a version "
+                                f"such as '0.6.1', got {shown(v, 80)} ({type(v).__name__})")
     ssm = settings.get("ssm_h_dtype")
     if ssm is not None and not isinstance(ssm, str):
         raise ArgumentError(f"ssm_h_dtype must be a format name such as 'f32', got "
@@ -187,7 +193,8 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
            tuple(sorted(fmts.items())) if fmts else None, basis,
            getattr(cost_model, "name", cost_model), tp, bool(settings.get("draft", True)),
-           bool(settings.get("conv_windows", False)))
+           bool(settings.get("conv_windows", False)), settings.get("engine"),
+           settings.get("engine_version"))
     hit = reg._memo.get(key)
     if hit is not None and (isinstance(workload, str) or hit[0] is workload) and \
             (isinstance(device, str) or hit[1] is device):
@@ -205,7 +212,10 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
     origin = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
-    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin)
+    from .kernels import resolve as _kernels
+
+    kernels = _kernels(reg, settings.get("engine"), settings.get("engine_version"), d, w)
+    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin, kernels=kernels)
     plan = attrs.evolve(plan, provider=origin)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
@@ -284,10 +294,14 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
              **{k: v for k, v in settings.items()}}
     mem = device.memory
     tdp = float(device.power.tdp or 0.0) if device.power is not None else 0.0
+    from .kernels import outside as _outside
+
+    beyond = _outside(plan.kernel_ranges, rows)
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,
                     cost_model=plan.cost_model.name, basis=plan.basis,
                     measured=plan.roofline.measured, rows=tuple(node_rows), batch=batch,
-                    context=context, tokens=tokens, notes=tuple(plan.notes), settings=shown,
+                    context=context, tokens=tokens, notes=(*plan.notes, *beyond),
+                    settings=shown, outside_profile_range=bool(beyond),
                     tp=model.tp, footprint=fp, memory_seqs=mem_seqs,
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,

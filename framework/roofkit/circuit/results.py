@@ -144,6 +144,8 @@ class Estimate(Result):
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
     device_class: str = ""  # vendor and category, the stratum of its interval
     inside: bool = False  # its bandwidth is measured: the calibrated range of its interval
+    #: an engine kernel covering its nodes was measured at other GEMM rows than it runs
+    outside_profile_range: bool = False
 
     HEADLINE = (
         Headline("time", "s", "time", key_name="time_s"),
@@ -215,6 +217,14 @@ class Estimate(Result):
         from ..engine.calibration import energy
 
         return energy(self.tdp, self.utilization, self.time)
+
+    @property
+    def energy_measured_model(self):
+        """Energy of one device over the step on the per-op model, J
+        (:func:`roofkit.energy.step_energy`; the TDP model where the device has no constants)."""
+        from ..energy import step_energy
+
+        return step_energy(self)
 
     @property
     def memory_required(self):
@@ -339,8 +349,10 @@ class Estimate(Result):
 
         if np.ndim(self.time) != 0:
             return None
-        return interval(float(self.time), table(), metric=self.mode, engine="",
-                        device_class=self.device_class, inside=self.inside, level=level)
+        return interval(float(self.time), table(), metric=self.mode,
+                        engine=str(self.settings.get("engine") or ""),
+                        device_class=self.device_class,
+                        inside=self.inside and not self.outside_profile_range, level=level)
 
     def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
         iv = self.interval(level)
@@ -359,10 +371,12 @@ class Estimate(Result):
                        "kernels": self.kernels,
                        "utilization": _plain(self.utilization),
                        "energy_j": _plain(self.energy),
+                       "energy_measured_model_j": _plain(self.energy_measured_model),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),
             "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
+            "outside_profile_range": self.outside_profile_range,
             "plugins": list(self.plugins),
         }
 

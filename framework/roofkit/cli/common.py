@@ -249,8 +249,8 @@ def basis_choice(given, chosen: str, device: str) -> str:
     if chosen == "calibrated":
         return (f"basis: calibrated (the default: {device} has measured constants in "
                 "specs/calibration; --basis datasheet for the spec ceilings)")
-    return (f"basis: datasheet (the default: {device} has no calibration in "
-            "specs/calibration, so its spec ceilings are used)")
+    return (f"basis: datasheet (the default: datasheet only, {device} has no calibration "
+            "in specs/calibration, so its spec ceilings are used)")
 
 
 def count(minimum: int):

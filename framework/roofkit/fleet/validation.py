@@ -107,7 +107,10 @@ def predict(case, basis: str, registry):
                 recompute=lo.recompute, zero=lo.zero, lora=lo.lora or None,
                 qlora=(lo.lora if lo.qlora else None), basis=basis, attention=lo.attention,
                 dropout=lo.dropout, sequence_parallel=lo.sequence_parallel,
-                dp_overlap=lo.dp_overlap, registry=registry)
+                dp_overlap=lo.dp_overlap, kernels=lo.kernels, lora_targets=lo.lora_targets,
+                lora_dropout=lo.lora_dropout, uneven_stages=lo.uneven_stages,
+                pp_scatter=lo.pp_scatter, fp32_accumulation=lo.fp32_accumulation,
+                registry=registry)
     value = est.step_time_s if case.metric == "step_s" else est.tokens_per_s
     return value, est
 

@@ -70,6 +70,7 @@ class LoadCaseResult:
     reason: str = ""
     origin: str = ""  # the source's origin (roofkit.serving.loso.origin)
     removed: tuple[str, ...] = ()  # calibration constants of its origin left out of its LOSO
+    cause: str = ""  # the case spec's one line on why the prediction misses, where known
 
     def error(self, basis: str) -> float | None:
         p = self.predicted.get(basis)
@@ -79,7 +80,7 @@ class LoadCaseResult:
         return {"name": self.name, "metric": self.metric, "statistic": self.statistic,
                 "config": self.config, "measured": self.measured, "scored": self.scored,
                 "reason": self.reason,
-                "origin": self.origin, "loso_removed": list(self.removed),
+                "origin": self.origin, "loso_removed": list(self.removed), "cause": self.cause,
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
@@ -181,7 +182,8 @@ def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport
             except RoofkitError:
                 predicted[LOSO] = None
         out.append(LoadCaseResult(case.name, case.metric, case.statistic, _describe(case),
-                                  case.value, predicted, not reason, reason, o, removed))
+                                  case.value, predicted, not reason, reason, o, removed,
+                                  case.cause))
     origins = [c.origin for c in out if c.scored]
     return LoadReport(tuple(out), tuple(_loso.statements(reg, origins, engines=True))
                       if loso else ())

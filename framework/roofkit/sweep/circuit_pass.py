@@ -158,7 +158,7 @@ class CircuitPass:
             elif self.settings.get("basis", "datasheet") == "datasheet":
                 basis = "datasheet"
             else:
-                basis = "datasheet (no calibration)"
+                basis = "datasheet only (no calibration)"
             slots = "+".join(dict.fromkeys(n.slot for n in plan.nodes
                                            if n.compute == "matrix"))
             hit = self._computes[key] = (basis, slots, bool(plan.fallbacks))
