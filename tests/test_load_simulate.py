@@ -249,3 +249,13 @@ def test_a_trace_and_a_length_histogram(tmp_path, capsys):
     bad.write_text('{"arrival": 0}\n', encoding="utf-8")
     with pytest.raises(roofkit.SpecError, match=r"bad\.jsonl:1"):
         simulate("llama-3.1-8b", "h100", trace=bad)
+
+
+def test_a_closed_loop_in_lock_step_says_so():
+    # four 64-token prompts fit one step: they finish in one step and return together
+    kw = dict(requests=12, input_len=64, output_len=8, engine="vllm")
+    r = simulate("llama-3.1-8b", "h100", concurrency=4, **kw)
+    assert any("lock step: up to 4 requests" in n for n in r.notes)
+    # a Poisson stream has no rounds
+    p = simulate("llama-3.1-8b", "h100", rate=2.0, **kw)
+    assert not any("lock step" in n for n in p.notes)

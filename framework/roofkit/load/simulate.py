@@ -594,6 +594,14 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     if dis is None:
         in_len = np.concatenate([tr.input_len for tr in traces])
         out_len = np.concatenate([tr.output_len for tr in traces])
+        if st.arrival is None:
+            k = max(lock_step(tr.arrival) for tr in traces)
+            if k > 1:
+                notes.append(f"closed loop in lock step: up to {k} requests reach the scheduler "
+                             "at one instant after the first round (prompts prefilled in one "
+                             "step finish in one step and their clients resend together); "
+                             "real clients drift apart, so the TTFT can read high "
+                             "(docs/load.md, accuracy)")
     else:
         in_len, out_len = st.input_len, st.output_len
     ttft = first - arrival
@@ -659,6 +667,15 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
         pd_ratio=pd_ratio, plugins=reg.plugin_set)
+
+
+def lock_step(arrival: np.ndarray) -> int:
+    """The most requests of a closed loop that arrive at one instant after the first round
+    (the clients' first requests all leave at t = 0)."""
+    later = arrival[arrival > 0]
+    if not len(later):
+        return 0
+    return int(np.unique(later, return_counts=True)[1].max())
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
