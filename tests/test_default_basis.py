@@ -11,7 +11,7 @@ import roofkit
 from roofkit import Engine
 from roofkit.circuit.roofline import default_basis
 
-CALIBRATED, UNCALIBRATED = "h100-sxm", "rtx-5090"  # specs/calibration/ has no rtx-5090.toml
+CALIBRATED, UNCALIBRATED = "h100-sxm", "rtx-5090"  # specs/calibration/ has h100-sxm.toml only
 
 
 def test_the_two_devices_sit_on_either_side_of_the_rule(registry):
