@@ -334,3 +334,13 @@ def test_an_ad_hoc_cluster_of_partial_nodes_says_why():
     with pytest.raises(roofkit.SpecError, match="whole nodes of 8"):
         roofkit.plan("llama-3.1-8b", ["12xh100"], input_len=128, output_len=16,
                      slo="ttft_p90=1s", verify=0)
+
+
+def test_a_closed_loop_in_lock_step_says_so():
+    # four 64-token prompts fit one step: they finish in one step and return together
+    kw = dict(requests=12, input_len=64, output_len=8, engine="vllm")
+    r = simulate("llama-3.1-8b", "h100", concurrency=4, **kw)
+    assert any("lock step: up to 4 requests" in n for n in r.notes)
+    # a Poisson stream has no rounds
+    p = simulate("llama-3.1-8b", "h100", rate=2.0, **kw)
+    assert not any("lock step" in n for n in p.notes)

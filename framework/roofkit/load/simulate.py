@@ -656,6 +656,14 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     if dis is None:
         in_len = np.concatenate([tr.input_len for tr in traces])
         out_len = np.concatenate([tr.output_len for tr in traces])
+        if st.arrival is None:
+            k = max(lock_step(tr.arrival) for tr in traces)
+            if k > 1:
+                notes.append(f"closed loop in lock step: up to {k} requests reach the scheduler "
+                             "at one instant after the first round (prompts prefilled in one "
+                             "step finish in one step and their clients resend together); "
+                             "real clients drift apart, so the TTFT can read high "
+                             "(docs/load.md, accuracy)")
     else:
         in_len, out_len = st.input_len, st.output_len
     ttft = first - arrival
@@ -747,6 +755,15 @@ def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:
     if ep > 1 and experts and experts % ep:
         out.append(f"ep {ep} does not divide the {experts} experts")
     return out
+
+
+def lock_step(arrival: np.ndarray) -> int:
+    """The most requests of a closed loop that arrive at one instant after the first round
+    (the clients' first requests all leave at t = 0)."""
+    later = arrival[arrival > 0]
+    if not len(later):
+        return 0
+    return int(np.unique(later, return_counts=True)[1].max())
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
