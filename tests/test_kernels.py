@@ -157,3 +157,15 @@ def test_simulate_flags_steps_outside_a_kernels_measured_rows(registry):
     assert marlin.outside_profile_range
     assert any(n.startswith("kernel marlin outside its measured range") for n in marlin.notes)
     assert not plain.outside_profile_range
+
+
+def test_a_kernel_format_given_by_an_alias_matches(tmp_path):
+    folder = tmp_path / "engines"
+    folder.mkdir()
+    (folder / "x.toml").write_text(
+        HEAD + '[[kernels]]\nname = "k"\nop = "gemm"\nformats = ["gguf-q4_0"]\nslot = "int8"\n'
+        'compute_efficiency = 0.5\nsource = "https://s"\nwhere = "w"\n', encoding="utf-8")
+    reg = roofkit.build_registry(entry_points=False, spec_paths=[tmp_path])
+    est = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=512, precision="q4_0", engine="x",
+                          registry=reg)
+    assert {r.slot for r in est.rows if r.op == "linear"} == {"int8"}

@@ -84,6 +84,13 @@ def _fits_shape(k: KernelProfile, group: int, head_dim: int) -> bool:
     return not (k.head_dims and head_dim not in k.head_dims)
 
 
+def _canonical(registry, k: KernelProfile) -> KernelProfile:
+    """``k`` with its formats as the registry's canonical names (an alias matches too)."""
+    if not k.formats:
+        return k
+    return attrs.evolve(k, formats=[registry.precision(f).name for f in k.formats])
+
+
 def resolve(registry, engine: str | None, version: str | None, device, workload):
     """The :class:`Kernels` of ``engine`` (a name of :func:`engine_spec`) at ``version``
     (default: the profile's own) for ``workload`` on ``device``; None without an engine, or
@@ -100,7 +107,8 @@ def resolve(registry, engine: str | None, version: str | None, device, workload)
     kv_heads = int(dims.get("kv_heads", 0) or heads or 1)
     group = max(heads // max(kv_heads, 1), 1)
     head_dim = int(dims.get("head_dim", 0) or (dims.get("hidden", 0) // heads if heads else 0))
-    rules = tuple(k for k in spec.kernels if _on_device(k, device) and _in_versions(k, v) and
+    rules = tuple(_canonical(registry, k) for k in spec.kernels
+                  if _on_device(k, device) and _in_versions(k, v) and
                   (k.op != "attention" or _fits_shape(k, group, head_dim)))
     if not rules:
         return None
