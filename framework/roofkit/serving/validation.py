@@ -51,6 +51,7 @@ class CaseResult:
     engine: str = ""  # the engine family: the first word of the publisher's engine
     device_class: str = ""  # the device's vendor and category
     removed: tuple[str, ...] = ()  # constants of the case's origin left out of its LOSO
+    cause: str = ""  # the case spec's one line on why the prediction misses, where known
 
     def error(self, basis: str) -> float | None:
         """Signed error on ``basis``: datasheet, calibrated, or ``loso`` (calibrated with
@@ -64,6 +65,7 @@ class CaseResult:
                 "measured": self.measured, "group": self.group, "reason": self.reason,
                 "origin": self.origin, "engine": self.engine,
                 "device_class": self.device_class, "loso_removed": list(self.removed),
+                "cause": self.cause,
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
@@ -186,12 +188,13 @@ def predict(case, basis: str, registry) -> float:
         est = max_load(case.workload, case.device, input_len=c.input_len,
                        output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
-                       max_requests=c.num_requests, admission=c.kv_admission or "grow")
+                       max_requests=c.num_requests, admission=c.kv_admission or "grow",
+                       engine_version=c.engine_version or None)
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
                        precision=precision, kv_cache_dtype=kv, basis=basis, engine=engine,
-                       registry=registry)
+                       registry=registry, engine_version=c.engine_version or None)
     value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
              "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
     if value is None:
@@ -281,10 +284,17 @@ def _device_class(device: str, registry) -> str:
 
 def _loso_predict(case, reg, removed: tuple[str, ...]) -> float:
     """The calibrated prediction on ``reg`` (the case's own constants removed); a removed
-    engine profile leaves the engine's host time out."""
+    engine profile leaves the engine's host time out, and keeps the kernel profiles of the
+    ``specs/engines`` profile that names it (the measured ones of the case's origin are gone
+    from ``reg``)."""
+    from ..circuit.kernels import engine_spec
+
     gone = {name.split(":engines.", 1)[1] for name in removed if ":engines." in name}
-    if case.config.runtime and case.config.runtime in gone:
-        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=""))
+    runtime = case.config.runtime
+    if runtime and runtime in gone:
+        spec = engine_spec(reg, runtime)
+        keep = spec.name if spec is not None and spec.kernels else ""
+        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=keep))
     return predict(case, "calibrated", reg)
 
 
@@ -326,7 +336,7 @@ def run(registry=None, cases=None, loso: bool = True) -> Report:
             out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
                                   case.value, predicted, group, reason, _describe(case),
                                   origins[case.name], _engine_family(case.config.engine),
-                                  _device_class(case.device, reg), removed))
+                                  _device_class(case.device, reg), removed, case.cause))
             bar.update()
     scored_origins = [c.origin for c in out if c.group == SCORED]
     return Report(tuple(out), reg.plugin_set,
