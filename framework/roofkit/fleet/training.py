@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import SpecError
 from ..registry import resolve as resolve_registry
 from ..results import Headline, Result
-from .cluster import with_devices
+from .cluster import training_cluster, with_devices
 from .collectives import topology
 from .layout import Layout, check_layout, describe_placement
 from .model import arch_of
@@ -64,6 +64,7 @@ class TrainingEstimate(Result):
     cost_per_step_usd: float | None = None
     # the per-op energy model (:func:`step_energy`): all devices and the nodes' other power
     energy_per_op_step_j: float | None = None
+    device_class: str = ""  # vendor and category, the stratum of its intervals
 
     HEADLINE = (
         Headline("step_time", "s", "step_time_s"),
@@ -108,8 +109,24 @@ class TrainingEstimate(Result):
 
         return Q(self.memory_per_device_bytes, "byte")
 
-    def to_dict(self) -> dict:
+    def intervals(self, level: float = 0.8) -> dict:
+        """The prediction intervals of the step time and the tokens/s at ``level``, from the
+        training cases' out-of-sample step-time residuals (:mod:`roofkit.intervals`); the
+        tokens/s interval is the tokens per step over the step time's."""
+        from ..intervals import TRAIN_METRIC, Interval, interval, table
+
+        iv = interval(self.step_time_s, table(), metric=TRAIN_METRIC,
+                      device_class=self.device_class,
+                      inside=self.basis.startswith("measured"), level=level)
+        if iv is None:
+            return {}
+        tps = Interval(self.tokens_per_s, self.tokens_per_step / iv.hi,
+                       self.tokens_per_step / iv.lo, iv.level, iv.stratum, iv.n)
+        return {"step_time_s": iv, "tokens_per_s": tps}
+
+    def to_dict(self, level: float = 0.8) -> dict:
         out = {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "cluster": self.cluster, "device": self.device,
             "devices": self.layout.devices, "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
@@ -156,16 +173,26 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           vpp: int = 1, dp: int | None = None, cp: int = 1, ep: int = 1,
           micro_batch: int = 1, global_batch: int | None = None, seq_len: int = 2048,
           precision: str = "bf16", recompute: str = "none", zero: int = 0,
-          lora: int | None = None, qlora: int | None = None, basis: str = "calibrated",
+          lora: int | None = None, qlora: int | None = None, basis: str = "auto",
           capacity_factor: float = 1.0, reserve: float = DEFAULT_RESERVE,
           collective_algorithm: str | None = None, price_per_device_hour: float | None = None,
           attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
-          dp_overlap: bool = True, registry=None) -> TrainingEstimate:
+          dp_overlap: bool = True, kernels: str = "fused", lora_targets: str = "attention",
+          lora_dropout: bool = False, uneven_stages: bool = False, pp_scatter: bool = True,
+          fp32_accumulation: bool = False,
+          registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
-    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank."""
+    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank.
+    ``basis="auto"`` (the default): calibrated where the cluster's device has a calibration,
+    else datasheet."""
+    from ..circuit.roofline import resolve_basis
+
     registry = resolve_registry(registry)
-    cl = registry.cluster(cluster)
+    n_given = devices if devices is not None else (tp * pp * cp * dp if dp is not None
+                                                   else None)
+    cl = training_cluster(cluster, registry, n_given)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     if lora and qlora:
         raise SpecError("give --lora RANK or --qlora RANK, not both")
@@ -183,7 +210,12 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                                  capacity_factor=capacity_factor,
                                  sequence_parallel=sequence_parallel, attention=attention,
                                  dropout=bool(dropout), dp_overlap=bool(dp_overlap),
-                                 collective_algorithm=collective_algorithm), arch, n)
+                                 collective_algorithm=collective_algorithm, kernels=kernels,
+                                 lora_targets=lora_targets,
+                                 lora_dropout=bool(lora_dropout),
+                                 uneven_stages=bool(uneven_stages),
+                                 pp_scatter=bool(pp_scatter),
+                                 fp32_accumulation=bool(fp32_accumulation)), arch, n)
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
         raise SpecError(f"reserve must be a fraction of device memory in [0, 1), got {reserve}")
@@ -194,7 +226,10 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                       capacity_factor=capacity_factor, reserve=reserve,
                       half="fp16" if precision == "fp16" else "bf16",
                       flash=attention == "flash", dropout=bool(dropout), sp=sequence_parallel,
-                      dp_overlap=bool(dp_overlap))
+                      dp_overlap=bool(dp_overlap), kernels=kernels,
+                      lora_targets=lora_targets, lora_dropout=bool(lora_dropout),
+                      uneven=bool(uneven_stages), pp_scatter=bool(pp_scatter),
+                      fp32_accumulation=bool(fp32_accumulation))
     return _estimate(arch, cl, layout, r, c, basis_text, registry, price_per_device_hour)
 
 
@@ -276,4 +311,5 @@ def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEs
         basis=basis_text + (" ; energy at node power (or device TDP) for the whole step"
                             if energy is not None else ""),
         plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost,
-        energy_per_op_step_j=step_energy(device, cl, layout, r, step))
+        energy_per_op_step_j=step_energy(device, cl, layout, r, step),
+        device_class=f"{(device.vendor or 'other').lower()} {device.category}")
