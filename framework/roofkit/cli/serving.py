@@ -116,6 +116,8 @@ def cmd_serve(args) -> int:
     if args.json:
         common.print_json(data)
         return _enforce_fit(args, est)
+    from ..energy import model_name as energy_model_name
+
     tp = f"{est.tp} x " if est.tp > 1 else ""
     print(f"{est.workload} on {tp}{est.device}: batch {est.batch}, {est.input_len} in / "
           f"{est.output_len} out, weights {est.precision} ({est.slot} slot), "
@@ -128,7 +130,11 @@ def cmd_serve(args) -> int:
         ["output tokens/s", sig(data["output_tokens_per_s"])],
         ["energy", f"{units.fmt(est.energy, 'energy')} "
          f"({units.fmt(est.energy_per_output_token, 'energy')} per output token, "
-         f"all {est.tp} device{'s' if est.tp > 1 else ''})"],
+         f"all {est.tp} device{'s' if est.tp > 1 else ''}, TDP model)"],
+        *([["energy, per-op model", f"{units.fmt(est.energy_measured_model, 'energy')} ("
+            f"{units.fmt(est.energy_measured_model / (est.batch * est.output_len), 'energy')}"
+            " per output token, docs/energy.md)"]]
+          if energy_model_name(est.device) == "per-op" else []),
         ["host per decode step", f"{sig(data['host']['decode_step_s'] * 1e3)} ms "
          f"({data['host']['launches_per_step']} launches, counted from the circuit)"],
         ["memory per device", f"{units.fmt(est.memory_per_device, 'bytes')} of "

@@ -28,11 +28,16 @@ class StepEnergy:
     """Dynamic joules (and FLOP-seconds at peak) of engine steps on one device, tabulated
     by the same plan runs as :class:`~roofkit.load.steps.StepCosts`."""
 
-    def __init__(self, costs, device, table=None, rows=None, max_seqs=None):
+    def __init__(self, costs, device, table=None, rows=None, seqs=None):
         self.c = _energy.constants(device.name, table)
         self.tdp = float(device.power.tdp or 0.0)
         peaks = device.compute
         dplan = costs.decode_plan
+        from .steps import CONTEXT_ROLES
+
+        kinds = dplan.model.kinds
+        ctx_nodes = {id(p) for p in dplan.nodes
+                     if kinds[p.node.op.lower()].role in CONTEXT_ROLES}
         # the token-row counts to tabulate (default all up to the table's most)
         self.rows = np.unique(np.asarray(rows, dtype=int)) if rows is not None else \
             np.arange(0, int(costs.max_rows) + 1)
@@ -41,32 +46,28 @@ class StepEnergy:
         rows_f = np.zeros_like(r)
         for o in dplan.run(r, 1.0, r):
             e, f = self._node(o, peaks)
-            if not self._is_ctx(costs, o[0]):
+            if id(o[0]) not in ctx_nodes:
                 rows_e = rows_e + e
                 rows_f = rows_f + f
         rows_e[self.rows == 0] = 0.0
         rows_f[self.rows == 0] = 0.0
         self.rows_e, self.rows_f = rows_e, rows_f
-        top = int(costs.max_seqs if max_seqs is None else max_seqs)
-        seqs = np.arange(0, top + 1, dtype=float)
+        # the decode sequence counts to tabulate (default all up to the table's most)
+        self.seqs = np.unique(np.asarray(seqs, dtype=int)) if seqs is not None else \
+            np.arange(0, int(costs.max_seqs) + 1)
         ctx = np.asarray(costs.ctx_grid, dtype=float)
-        s1 = np.maximum(seqs, 1.0)[:, None]
-        att_e = np.zeros((len(seqs), len(ctx)))
+        s1 = np.maximum(self.seqs.astype(float), 1.0)[:, None]
+        att_e = np.zeros((len(self.seqs), len(ctx)))
         att_f = np.zeros_like(att_e)
         for o in dplan.run(s1 * costs.verify, ctx[None, :], s1):
-            if self._is_ctx(costs, o[0]) and o[0].node.section != "head":
+            if id(o[0]) in ctx_nodes and o[0].node.section != "head":
                 e, f = self._node(o, peaks)
                 att_e = att_e + np.broadcast_to(e, att_e.shape)
                 att_f = att_f + np.broadcast_to(f, att_f.shape)
-        att_e[0, :] = att_f[0, :] = 0.0
+        att_e[self.seqs == 0, :] = 0.0
+        att_f[self.seqs == 0, :] = 0.0
         self.ctx = ctx
         self.att_e, self.att_f = att_e, att_f
-
-    @staticmethod
-    def _is_ctx(costs, p):
-        from .steps import CONTEXT_ROLES
-
-        return costs.decode_plan.model.kinds[p.node.op.lower()].role in CONTEXT_ROLES
 
     def _node(self, o, peaks):
         p, flops, terms, link = o[0], o[1], o[2], o[7]
@@ -82,7 +83,7 @@ class StepEnergy:
         j = np.clip(np.searchsorted(self.ctx, context, side="right") - 1, 0, len(self.ctx) - 2)
         x0, x1 = self.ctx[j], self.ctx[j + 1]
         fr = np.clip((context - x0) / (x1 - x0), 0.0, 1.0)
-        s = np.clip(seqs, 0, tab.shape[0] - 1)
+        s = np.clip(np.searchsorted(self.seqs, seqs), 0, len(self.seqs) - 1)
         return tab[s, j] + (tab[s, j + 1] - tab[s, j]) * fr
 
     def steps(self, time, rows, seqs, context):
@@ -113,7 +114,8 @@ def run_energy(pools, duration: float, device, table=None) -> float:
         se = StepEnergy(rep.costs, device, table,
                         rows=np.concatenate([np.asarray(tr.step_tokens, dtype=int)
                                              for tr in traces]),
-                        max_seqs=max(int(np.max(tr.step_seqs, initial=0)) for tr in traces))
+                        seqs=np.concatenate([np.minimum(tr.step_seqs, tr.step_tokens)
+                                             for tr in traces]))
         kv_token = float(rep.cfg.kv_token)
         for tr in traces:
             seqs = np.asarray(tr.step_seqs, dtype=float)

@@ -206,7 +206,7 @@ class LoadEstimate(Result):
     plugins: tuple[str, ...] = ()
     device_class: str = ""  # vendor and category, the stratum of its intervals
     inside: bool = False  # its device's bandwidth is measured (the intervals' range)
-    # (pools of (replica, traces, devices per trace), device spec): energy, on access
+    # (pools of (replica, traces, devices per trace), device spec, memo): energy, on access
     energy_parts: tuple = attrs.field(default=(), repr=False)
     #: a step ran outside the batch range the engine's host time (or a kernel profile) was
     #: measured at: its intervals take the "outside the calibrated range" stratum
@@ -267,8 +267,10 @@ class LoadEstimate(Result):
             return math.nan
         from .energy import run_energy
 
-        pools, device = self.energy_parts
-        return run_energy(pools, self.duration, device)
+        pools, device, memo = self.energy_parts
+        if "j" not in memo:  # computed once, on first access
+            memo["j"] = run_energy(pools, self.duration, device)
+        return memo["j"]
 
     @property
     def energy_model(self) -> str:
@@ -740,7 +742,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         timeline={"time_s": tr0.step_end, "step_s": tr0.step_time, "batch": tr0.step_seqs,
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
-        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d))
+        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d, {}))
 
 
 def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:
