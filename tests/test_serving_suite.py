@@ -115,6 +115,10 @@ def test_validate_misses_lists_each_miss_with_its_cause(capsys, monkeypatch, ser
     assert main(["validate", "--misses", "0.35"]) == 0
     out = capsys.readouterr().out
     assert all(r.name in out for r in serving_suite.misses(0.35)) and "cause:" in out
+    assert main(["validate", "--kind", "static", "--misses", "0.3", "--json"]) == 0
+    static = json.loads(capsys.readouterr().out)["misses"]
+    assert [m["name"] for m in static] == [r.name for r in serving_suite.misses(0.3)
+                                           if r.view == "static"]
     assert main(["validate", "--misses", "-1"]) == 1
     assert "a fraction of the measurement" in capsys.readouterr().err
 
