@@ -49,6 +49,33 @@ def test_ad_hoc_cluster_needs_an_interconnect(registry):
         registry.cluster("4xrtx-4090")
 
 
+def test_one_device_without_an_interconnect_is_a_cluster_of_one(registry):
+    c = registry.cluster("1xrtx-4090")
+    assert (c.devices, c.scale_up.size, c.scale_out) == (1, 1, None)
+
+
+def test_training_takes_a_device_as_its_ad_hoc_cluster(registry):
+    from roofkit import UnknownNameError
+    from roofkit.fleet.training import train
+
+    # single-device fine-tuning: the device name alone is one device of it
+    one = train("llama-3.2-1b", "rtx-4090", global_batch=8, seq_len=2048, lora=16,
+                registry=registry)
+    assert one.cluster == "1xrtx-4090" and one.layout.devices == 1
+    assert sum(one.breakdown[k] for k in ("tp", "cp", "ep", "pp", "dp")) == 0.0
+    # a device with --devices N: the NxDEVICE cluster, the same as naming it
+    by_device = train("llama-3.1-8b", "h100", devices=16, tp=8, global_batch=16,
+                      seq_len=4096, registry=registry)
+    named = train("llama-3.1-8b", "16xh100", devices=16, tp=8, global_batch=16, seq_len=4096,
+                  registry=registry)
+    assert by_device.cluster == "16xh100-sxm"
+    assert by_device.step_time_s == named.step_time_s
+    with pytest.raises(SpecError, match="interconnect"):
+        train("llama-3.1-8b", "rtx-4090", devices=2, seq_len=2048, registry=registry)
+    with pytest.raises(UnknownNameError, match="Unknown cluster 'h10'"):
+        train("llama-3.1-8b", "h10", seq_len=2048, registry=registry)
+
+
 def test_cluster_cut_to_a_device_count(registry):
     c = with_devices(registry.cluster("dgx-h100"), 1024)
     assert (c.nodes, c.devices) == (128, 1024)

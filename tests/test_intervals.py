@@ -116,7 +116,7 @@ def test_decode_interval_widens_with_the_level(capsys):
 
 
 def test_the_datasheet_basis_takes_the_outside_range():
-    est = roofkit.decode("llama-3.1-8b", "h100-sxm", batch=8, context=1024)
+    est = roofkit.decode("llama-3.1-8b", "h100-sxm", batch=8, context=1024, basis="datasheet")
     assert "range=outside" in est.interval().stratum
 
 

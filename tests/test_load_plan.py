@@ -156,3 +156,65 @@ def test_plan_cli_plot_writes_the_file(capsys, tmp_path):
                            "--input-len", "256", "--output-len", "64", "--slo",
                            "ttft_p90=2s", "--plot", str(tmp_path / "plan.gif"))
     assert code == 1 and ".png, .svg or .pdf" in err
+
+
+def test_a_cluster_plan_pipelines_across_nodes():
+    # Llama-3.1-405B in bf16 (810 GB of weights) does not fit one node of 8 H100s at TP8;
+    # on the dgx-h100 cluster TP8 x PP2 over two nodes holds half the layers a device
+    r = roofkit.plan("llama-3.1-405b", ["dgx-h100"], input_len=1024, output_len=128,
+                     slo="ttft_p90=5s,tpot_p90=200ms", max_devices=16, concurrencies=(8, 32),
+                     precisions=["bf16"], verify=1, disagg=False)
+    assert r.rows and not any(x["layout"] == "TP8" for x in r.rows)
+    pp2 = [x for x in r.rows if x["layout"] == "TP8 PP2"]
+    assert pp2 and all(x["devices"] == 16 and x["cluster"] == "dgx-h100" and x["pp"] == 2
+                       for x in pp2)
+    assert r.refused["weights do not fit"] >= 2  # TP8 alone, at both concurrencies
+    assert r.refused["tp x pp above max devices 16"] > 0
+    assert r.verified and r.verified[0]["cluster"] == "dgx-h100"
+    assert any("across nodes on dgx-h100" in n for n in r.notes)
+
+
+def test_pipeline_screening_adds_the_stage_sends_by_hand():
+    from roofkit.load.fabric import fabric_of
+    from roofkit.load.plan import layout_costs
+
+    reg = roofkit.build_registry(entry_points=False)
+    w = reg.workload("llama-3.1-8b")
+    d, fab = fabric_of(reg, "16xh100")
+    C = (1, 8, 64)
+    args = (reg, w, d, "bf16", 8, 512, 128, C, "vllm", "bf16", "calibrated")
+    one = layout_costs(*args, fab=fab)
+    two = layout_costs(*args, pp=2, fab=fab)
+    # TP8 fills a node, so the one stage boundary crosses the default network:
+    # 5 us + rows * hidden * 2 B / 50 GB/s per step
+    for i, c in enumerate(C):
+        assert two.t_dec[i] - one.t_dec[i] == pytest.approx(5e-6 + c * 4096 * 2 / 50e9,
+                                                            rel=1e-6)
+        # the prompt joining a step adds its 512 rows' sends, not a second latency
+        assert two.x[i] - one.x[i] == pytest.approx(512 * 4096 * 2 / 50e9, rel=1e-6)
+
+
+def test_a_device_beyond_one_node_is_planned_on_an_ad_hoc_cluster():
+    r = roofkit.plan("mixtral-8x7b", ["h100"], input_len=256, output_len=64,
+                     slo="ttft_p90=5s,tpot_p90=200ms", max_devices=16, concurrencies=(16,),
+                     precisions=["fp8"], verify=0, disagg=False)
+    assert {x["cluster"] for x in r.rows} == {"16xh100-sxm"}
+    assert any(x.get("ep") == 8 for x in r.rows)
+    assert r.refused["ep does not divide the experts"] == 1  # EP16 over 8 experts
+    assert any(x.get("pp") == 2 and x["devices"] == 16 for x in r.rows)
+
+
+def test_a_trace_sets_the_lengths_and_feeds_the_verification(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"arrival": 0.1 * i, "input_len": 400 + 200 * (i % 2),
+                                         "output_len": 100 + 56 * (i % 2)}) + "\n"
+                             for i in range(20)))
+    r = roofkit.plan("llama-3.1-8b", ["h100"], slo="ttft_p90=2s,tpot_p90=50ms", trace=trace,
+                     max_devices=1, concurrencies=(8,), verify=1, disagg=False)
+    assert (r.input_len, r.output_len) == (500, 128)  # the trace's means
+    assert r.verified and any("length pairs" in n for n in r.notes)
+
+
+def test_plan_needs_lengths_or_a_trace():
+    with pytest.raises(roofkit.RoofkitError, match="input_len and output_len"):
+        roofkit.plan("llama-3.1-8b", ["h100"], slo="ttft_p90=1s")

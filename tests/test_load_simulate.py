@@ -90,6 +90,19 @@ def test_pd_transfer_by_hand():
     assert dis.pd_ratio is not None and dis.pd_ratio > 0
 
 
+def test_pd_transfer_across_nodes_by_hand():
+    # a TP8 prefill node and a TP8 decode node of 16xh100: each GPU sends its KV shard (one
+    # of the 8 KV heads) over its own 400 Gb/s NIC, 5 us + bytes / 50 GB/s
+    i = 1000
+    kw = dict(concurrency=1, requests=1, input_len=i, output_len=2, engine=None, tp=8)
+    agg = simulate("llama-3.1-8b", "h100", **kw)
+    dis = simulate("llama-3.1-8b", "16xh100", disagg="1:1", **kw)
+    shard_per_token = 32 * 1 * 128 * 2 * 2
+    t_kv = 5e-6 + i * shard_per_token / 50e9
+    assert dis.ttft["mean"] - agg.ttft["mean"] == pytest.approx(t_kv, rel=1e-6)
+    assert dis.devices == 16 and dis.layout["cluster"] == "16xh100-sxm"
+
+
 @pytest.mark.parametrize("acceptance", [0.0, 1.0])
 def test_speculative_decoding_by_hand(acceptance):
     k, i, o = 3, 200, 41
@@ -162,6 +175,16 @@ def test_pipeline_stages_add_their_activation_sends_by_hand():
     hop = [link.latency + rows * hidden * 2 / link.bandwidth for rows in [i] + [1] * (o - 1)]
     assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
     assert r.devices == 4 and r.layout["pp"] == 2
+
+
+@pytest.mark.parametrize("workload, kw, reason", [
+    ("llama-3.1-8b", dict(pp=3), "pp 3 does not divide the 32 layers"),
+    ("mixtral-8x7b", dict(ep=3), "ep 3 does not divide the 8 experts"),
+    ("mixtral-8x7b", dict(ep=16), "ep 16 does not divide the 8 experts"),
+])
+def test_invalid_serving_layouts_are_refused_as_serve_refuses_them(workload, kw, reason):
+    with pytest.raises(roofkit.SpecError, match=reason):
+        simulate(workload, "dgx-h100", concurrency=1, requests=1, **kw)
 
 
 def test_pipeline_beyond_one_node_is_refused():
@@ -249,3 +272,65 @@ def test_a_trace_and_a_length_histogram(tmp_path, capsys):
     bad.write_text('{"arrival": 0}\n', encoding="utf-8")
     with pytest.raises(roofkit.SpecError, match=r"bad\.jsonl:1"):
         simulate("llama-3.1-8b", "h100", trace=bad)
+
+
+def test_llama_405b_over_two_dgx_h100_nodes_tp8_pp2_by_hand():
+    # 810 GB of bf16 weights: TP8 within each node's NVLink, two pipeline stages across the
+    # dgx-h100 cluster's 400 Gb/s NICs (5 us, 50 GB/s), one boundary per step
+    i, o = 256, 4
+    est = roofkit.serve("llama-3.1-405b", "h100", batch=1, input_len=i, output_len=o, tp=8,
+                        precision="bf16")
+    r = simulate("llama-3.1-405b", "dgx-h100", concurrency=1, requests=1, input_len=i,
+                 output_len=o, tp=8, pp=2, precision="bf16", engine=None)
+    hop = [5e-6 + rows * 16384 * 2 / 50e9 for rows in [i] + [1] * (o - 1)]
+    assert r.e2e["mean"] == pytest.approx(est.e2e + sum(hop), rel=1e-6)
+    assert r.devices == 16 and r.layout == {"tp": 8, "pp": 2, "dp": 1, "ep": 1,
+                                            "cluster": "dgx-h100"}
+
+
+def test_deepseek_v3_fp8_ep16_across_two_nodes_by_hand():
+    # EP16 with attention DP over two 8-GPU domains: of a rank's all-to-all bytes 7/15 stay
+    # on NVLink (450 GB/s) and 8/15 cross the NIC (50 GB/s), the two at once; the slower
+    # sets the time, plus the network's 5 us
+    i = 200
+    w = "deepseek-v3"
+    est = roofkit.serve(w, "h100", batch=1, input_len=i, output_len=2, precision="fp8")
+    r = simulate(w, "dgx-h100", concurrency=1, requests=1, input_len=i, output_len=2, ep=16,
+                 precision="fp8", engine=None)
+
+    def experts(batch):
+        step = roofkit.decode(w, "h100", batch=batch, context=i + 1, basis="calibrated",
+                              precision="fp8")
+        return sum(float(x.time) for x in step.rows if x.op.startswith("expert_"))
+
+    per_byte = max((7 / 15) / 450e9, (8 / 15) / 50e9)
+    # 58 MoE layers (3 of 61 dense), top-8 routing, hidden 7168, bf16 activations
+    a2a = 58 * 2 * (5e-6 + 1 * 8 * 7168 * 2 * (15 / 16) * per_byte)
+    expected = est.itl_steps[0] - experts(1) + experts(16) / 16 + a2a
+    assert r.tpot["mean"] == pytest.approx(expected, rel=1e-6)
+    assert r.devices == 16 and r.layout["cluster"] == "dgx-h100"
+
+
+def test_a_prefix_cache_hit_skips_whole_blocks_of_prefill_by_hand():
+    # hit rate 0.4 of a 1000-token prompt: int(400) // 16 * 16 = 400 tokens cached (25
+    # blocks of 16), so the prefill step computes the last 600 over the 400 before them
+    kw = dict(concurrency=1, requests=1, input_len=1000, output_len=2, engine=None)
+    cold = simulate("llama-3.1-8b", "h100", **kw)
+    warm = simulate("llama-3.1-8b", "h100", prefix_hit=0.4, **kw)
+    costs = StepCosts("llama-3.1-8b", roofkit.default_registry().device("h100"),
+                      max_rows=8192, max_seqs=256, max_context=1010)
+    saved = (costs.device_time(0, 0.0, [(1000, 0)], samples=1)
+             - costs.device_time(0, 0.0, [(600, 400)], samples=1))
+    assert cold.ttft["mean"] - warm.ttft["mean"] == pytest.approx(saved, rel=1e-6)
+    # the cached blocks still hold KV: decode is unchanged
+    assert warm.tpot["mean"] == pytest.approx(cold.tpot["mean"], rel=1e-9)
+    assert any("prefix cache: 40%" in n for n in warm.notes)
+
+
+def test_an_ad_hoc_cluster_of_partial_nodes_says_why():
+    # 12 H100s are one and a half nodes of 8: refused as a cluster, not "unknown device"
+    with pytest.raises(roofkit.SpecError, match="whole nodes of 8"):
+        simulate("llama-3.1-8b", "12xh100", concurrency=1, requests=1)
+    with pytest.raises(roofkit.SpecError, match="whole nodes of 8"):
+        roofkit.plan("llama-3.1-8b", ["12xh100"], input_len=128, output_len=16,
+                     slo="ttft_p90=1s", verify=0)

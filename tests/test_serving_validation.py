@@ -3,6 +3,7 @@ calibrated error measured when the serving estimator was resolved (issue 6)."""
 
 import json
 
+import attrs
 import pytest
 
 from roofkit.cli import main
@@ -105,8 +106,6 @@ def test_a_superseded_case_is_predicted_and_listed_beside_its_later_measurement(
 
 
 def test_superseded_by_must_name_a_case(registry):
-    import attrs
-
     from roofkit.errors import SpecError
 
     case = registry.catalogues["validation"]["trtllm_v05_h100_llama2_70b_fp8_tp4_ttft_128"]
@@ -115,13 +114,25 @@ def test_superseded_by_must_name_a_case(registry):
         run(registry=registry, cases=[broken])
 
 
-def test_a_device_without_calibration_is_listed_not_scored(report):
+def test_a_case_no_measurement_stands_behind_is_listed_not_scored(report):
+    # the L40S calibration measures BF16 matmul only: its FP8 cases keep the datasheet
     l40s = [c for c in report.cases if c.device == "l40s" and c.predicted.get("calibrated")]
     assert l40s
     for c in l40s:
-        assert c.group == OTHER and "no calibration" in c.reason
-        # its calibrated basis is its datasheet: only the host launch constant differs
+        assert c.group == OTHER
+        assert "measures neither its memory bandwidth nor its fp8 compute" in c.reason
+        assert "its calibrated basis is its datasheet" in c.reason
         assert c.predicted["datasheet"] > 0
+
+
+def test_a_case_on_a_measured_compute_slot_is_scored(registry):
+    case = registry.catalogues["validation"]["trtllm_v090_l40s_gptj_6b_fp8_ttft_128"]
+    bf16 = attrs.evolve(case, config=attrs.evolve(case.config, precision="bf16"))
+    (fp8_row,) = run(registry=registry, cases=[case], loso=False).cases
+    (bf16_row,) = run(registry=registry, cases=[bf16], loso=False).cases
+    assert fp8_row.group == OTHER and bf16_row.group == SCORED and not bf16_row.reason
+    # the measured BF16 ceiling (252 TFLOP/s MAMF) is below the datasheet's 366.5
+    assert bf16_row.predicted["calibrated"] > bf16_row.predicted["datasheet"]
 
 
 def test_validate_markdown_gives_the_tables_and_summary(capsys, report):
@@ -150,7 +161,9 @@ def test_every_constant_has_an_independence_statement(report, registry):
     from roofkit.serving.loso import constants
 
     named = {s["constant"] for s in report.independence}
-    assert named == {c.name for c in constants(registry)}
+    kernels = {f"engine:{key}:kernels.{k.name}" for key in registry.catalogues["engines"]
+               for k in registry.catalogues["engines"][key].kernels}
+    assert named == {c.name for c in constants(registry)} | kernels
     removed = {s["constant"] for s in report.independence if s["cases_removed_for"]}
     assert "host:engines.tensorrt-llm-session" in removed
 

@@ -170,12 +170,12 @@ def residuals(report) -> list[Residual]:
     """Out-of-sample residuals of a validation report: every scored case (inside the
     calibrated range), every case listed only because its device has no calibration (the
     range outside it), and the datasheet-basis residual of every scored case (outside)."""
-    from .serving.validation import LOSO, SCORED
+    from .serving.validation import DATASHEET_ONLY, LOSO, SCORED
 
     out = []
     for c in report.cases:
         p = c.predicted.get(LOSO)
-        outside = "no calibration in specs/calibration" in c.reason
+        outside = DATASHEET_ONLY in c.reason
         if p is None or p <= 0 or not (c.group == SCORED or outside):
             continue
         out.append(Residual(c.name, c.origin, c.engine, c.metric, c.device_class,

@@ -31,9 +31,18 @@ def register(sub) -> None:
     group.add_argument("--lora", type=common.count(1), metavar="RANK")
     group.add_argument("--qlora", type=common.count(1), metavar="RANK")
     p.add_argument("--capacity-factor", type=float, default=1.0)
+    p.add_argument("--kernels", choices=("fused", "eager"), default="fused",
+                   help="elementwise kernels: fused (Megatron, NeMo) or eager PyTorch ops "
+                        "(Hugging Face Transformers)")
+    p.add_argument("--lora-targets", choices=("attention", "all"), default="attention",
+                   help="linears that carry LoRA adapters")
+    p.add_argument("--uneven-stages", action="store_true",
+                   help="let pp leave a remainder of layers (embedding and head as layers)")
     p.add_argument("--collective-algorithm", help="a registered collective algorithm")
     p.add_argument("--price-per-device-hour", type=float, metavar="USD")
-    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="calibrated")
+    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--search", action="store_true",
                    help="enumerate every valid layout; print the fastest that fit")
     p.add_argument("--top", type=common.count(1), default=10)
@@ -142,7 +151,9 @@ def cmd_train(args) -> int:
                 recompute=args.recompute or "none", zero=args.zero or 0, lora=args.lora,
                 qlora=args.qlora, basis=args.basis, capacity_factor=args.capacity_factor,
                 collective_algorithm=args.collective_algorithm,
-                price_per_device_hour=args.price_per_device_hour, registry=reg)
+                price_per_device_hour=args.price_per_device_hour, kernels=args.kernels,
+                lora_targets=args.lora_targets, uneven_stages=args.uneven_stages,
+                registry=reg)
     from ..intervals import check_level
 
     level = check_level(args.interval)
@@ -177,6 +188,11 @@ def training_text(est, level: float = 0.8) -> str:
         lines.append(f"  {g} {p['size']}: {p['where']}")
     if "energy_per_step_j" in d:
         lines.append(f"energy {units.fmt(d['energy_per_step_j'], 'energy')} per step")
+    if "energy_per_step_measured_model_j" in d:
+        lines.append(f"energy (per-op model) "
+                     f"{units.fmt(d['energy_per_step_measured_model_j'], 'energy')} per step, "
+                     f"{units.fmt(d['energy_per_million_tokens_measured_model_j'], 'energy')} "
+                     "per million tokens")
     if "cost_per_step_usd" in d:
         lines.append(f"cost ${d['cost_per_step_usd']:.4g} per step, "
                      f"${d['cost_per_million_tokens_usd']:.4g} per million tokens")

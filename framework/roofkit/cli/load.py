@@ -50,7 +50,9 @@ def register(sub) -> None:
                         "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
                    help="prediction interval level from out-of-sample validation residuals "
                         "(default 0.8)")
@@ -60,10 +62,17 @@ def register(sub) -> None:
     p = sub.add_parser("plan", help="the serving configurations that meet an SLO, ranked by "
                        "output tokens/s per device, with the Pareto front and refusals")
     p.add_argument("workload", help="workload key, alias or TOML path")
-    p.add_argument("--devices", required=True, help="comma-separated devices (h100,h200,b200)")
+    p.add_argument("--devices", required=True, help="comma-separated devices or clusters "
+                   "(h100,h200,b200 or dgx-h100,16xh200): a device beyond one node, or a "
+                   "cluster, is planned across nodes")
     p.add_argument("--max-devices", type=int, default=8)
-    p.add_argument("--input-len", type=int, required=True)
-    p.add_argument("--output-len", type=int, required=True)
+    p.add_argument("--input-len", type=int, default=None, help="prompt tokens (default: the "
+                   "--trace mean)")
+    p.add_argument("--output-len", type=int, default=None, help="generated tokens (default: "
+                   "the --trace mean)")
+    p.add_argument("--trace", default=None, metavar="F", help="JSON-lines requests (arrival, "
+                   "input_len, output_len): screened at their mean lengths, verified with "
+                   "their length pairs")
     p.add_argument("--slo", required=True, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--precisions", default=None, help="comma-separated weight formats "
                    "(default: the workload's, and fp8 where the device has it)")
@@ -75,7 +84,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
     p.add_argument("--plot", default=None, metavar="FILE.png|.svg", help="draw tokens/s per "
                    "device against tokens/s per user with the Pareto front (the plot extra)")
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
 
@@ -118,6 +129,10 @@ def cmd_simulate(args) -> int:
           f"{r.preemptions} preemptions")
     if r.slo:
         print(f"goodput {r.goodput:.3f} requests/s; SLO {'met' if r.slo_met else 'missed'}")
+    print(f"energy {data['energy_per_output_token_j']:.4g} J per output token, "
+          f"{data['energy_per_request_j']:.4g} J per request, "
+          f"{data['average_power_per_device_w']:.0f} W per device ({data['energy_model']} model, "
+          "docs/energy.md)")
     ivs = data["intervals"]
     if ivs:
         print(f"{100 * level:g}% intervals (out-of-sample validation residuals):")
@@ -145,7 +160,7 @@ def cmd_plan(args) -> int:
              precisions=common.name_list(args.precisions) if args.precisions else None,
              engine=None if args.engine == "none" else args.engine,
              disagg=not args.no_disagg, kv_cache_dtype=args.kv_cache_dtype, basis=args.basis,
-             verify=args.verify, registry=reg)
+             verify=args.verify, trace=args.trace, registry=reg)
     if args.plot:
         from .. import plot
 
@@ -157,7 +172,7 @@ def cmd_plan(args) -> int:
     print(f"{r.workload}: input {r.input_len}, output {r.output_len}, SLO "
           + ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in r.slo.items()))
     print(f"{r.evaluated} configurations evaluated, {len(r.rows)} meet the SLO")
-    rows = [[x["device"], x["precision"], x["layout"], x["concurrency"],
+    rows = [[x.get("cluster", x["device"]), x["precision"], x["layout"], x["concurrency"],
              sig(x["ttft_ms"]), sig(x["tpot_ms"]), sig(x["output_tokens_per_s_per_device"]),
              sig(x["output_tokens_per_s_per_user"]), "*" if x["pareto"] else "",
              x.get("verified", "")]
@@ -170,7 +185,8 @@ def cmd_plan(args) -> int:
         sim = v["simulated"]
         print(f"simulated (steady state: {sim['kept_requests']} requests, {sim['warmup_requests']}"
               f" of warm-up and of drain dropped) "
-              f"{v['device']} {v['precision']} {v['layout']} C={v['concurrency']}: "
+              f"{v.get('cluster', v['device'])} {v['precision']} {v['layout']} "
+              f"C={v['concurrency']}: "
               f"TTFT p90 {sim['ttft_ms']['p90']:.0f} ms, TPOT p90 {sim['tpot_ms']['p90']:.1f} "
               f"ms, {sim['output_tokens_per_s_per_device']:.0f} tok/s/dev, SLO "
               f"{'met' if sim['slo_met'] else 'missed'}")

@@ -27,7 +27,12 @@ def register(sub) -> None:
                         "calibrated where the device has a calibration, else datasheet)")
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
-                        "time is added on the calibrated basis (vllm, tensorrt-llm-session)")
+                        "time is added on the calibrated basis (vllm, tensorrt-llm-session), "
+                        "or of specs/engines, whose kernel profiles cost the nodes they "
+                        "cover (llama.cpp, tensorrt-llm, vllm)")
+    p.add_argument("--engine-version", dest="engine_version", default=None, metavar="V",
+                   help="the engine version whose kernel profiles apply (default: the "
+                        "profile's own), e.g. 0.6.1 for TensorRT-LLM's masked MHA decode")
     p.add_argument("--max-load", action="store_true",
                    help="offline serving at full load: the batch is as many requests as the "
                         "KV cache admits (in-flight batching), not --batch")
@@ -95,14 +100,15 @@ def cmd_serve(args) -> int:
                        kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
                        registry=reg,
                        engine=args.engine, max_requests=args.max_requests,
-                       admission=args.admission or "grow")
+                       admission=args.admission or "grow",
+                       engine_version=args.engine_version)
     else:
         est = serve(args.workload, args.device, batch=1 if args.batch is None else args.batch,
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
                     registry=reg,
-                    engine=args.engine)
+                    engine=args.engine, engine_version=args.engine_version)
     from ..intervals import check_level
 
     level = check_level(args.interval)

@@ -36,6 +36,12 @@ class CaseLayout:
     dropout: bool = False
     sequence_parallel: bool = True
     dp_overlap: bool = True
+    kernels: str = "fused"
+    lora_targets: str = "attention"
+    lora_dropout: bool = False
+    uneven_stages: bool = False
+    pp_scatter: bool = True
+    fp32_accumulation: bool = False
 
 
 @attrs.frozen

@@ -171,6 +171,8 @@ def ad_hoc(devices: int, device) -> Cluster:
     """A cluster of ``devices`` devices built from the device's ``[interconnect]`` (its
     scale-up domain: ``max_devices`` per node) and :data:`DEFAULT_NETWORK` between nodes."""
     ic = device.interconnect
+    if ic is None and devices == 1:
+        return _one_device(device)
     if ic is None:
         raise SpecError(f"device {device.name!r} has no [interconnect]; an ad hoc cluster "
                         f"'{devices}x{device.name}' needs one (or write a specs/clusters/ file)")
@@ -190,6 +192,40 @@ def ad_hoc(devices: int, device) -> Cluster:
                  "network": net["source"]},
         provenance={"scale_up": "device", "scale_out": f"network: {net['notes']}"},
         notes="ad hoc: built from the device's [interconnect] and the default network")
+
+
+def _one_device(device) -> Cluster:
+    """One device alone (``1xDEVICE`` of a device without an ``[interconnect]``, a single
+    GPU fine-tuning run): a scale-up domain of one and no network, so every group is of one
+    and no collective is ever timed; the domain's bandwidth is the device's memory
+    bandwidth, a placeholder no cost reads."""
+    return Cluster(
+        name=f"1x{device.name}", display_name=f"1 x {device.display_name}",
+        device=device.name, devices_per_node=1, nodes=1,
+        scale_up=ScaleUp(size=1, bandwidth=device.memory.bandwidth, latency=0.0,
+                         name="none (one device)"),
+        scale_out=None,
+        sources={"device": f"device spec {device.name}"},
+        provenance={"scale_up": "device: one device, no link (no collective is timed)"},
+        notes="ad hoc: one device, no interconnect")
+
+
+def training_cluster(ref, registry, devices: int | None = None) -> Cluster:
+    """The cluster a training or layout search runs on: a cluster (key, alias, TOML path,
+    spec, ``NxDEVICE``) as :func:`resolve_cluster`, or a device name, taken as the ad hoc
+    ``NxDEVICE`` of ``devices`` (default one) of it."""
+    from ..errors import UnknownNameError
+
+    try:
+        return resolve_cluster(ref, registry)
+    except UnknownNameError as exc:
+        if not isinstance(ref, str) or parse_ad_hoc(ref) is not None:
+            raise
+        try:
+            device = registry.device(ref)
+        except UnknownNameError:
+            raise exc from None
+        return ad_hoc(devices or 1, device)
 
 
 def resolve_cluster(ref, registry) -> Cluster:

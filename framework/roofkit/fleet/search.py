@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..registry import resolve as resolve_registry
-from .cluster import with_devices
+from .cluster import training_cluster, with_devices
 from .model import arch_of
 from .step import RECOMPUTE, training_step
 from .training import DEFAULT_RESERVE, costing, train
@@ -151,19 +151,64 @@ def _evaluate(arch, cl, basis, registry, cand, devices, global_batch, seq_len, l
     return first, r, ok, dp
 
 
+def search_count(item) -> dict:
+    """Search one device count (a picklable work item, so any ``concurrent.futures``
+    executor runs it: threads, a process pool, ``dask.distributed``'s ``get_executor()``):
+    refused counts per reason, the evaluated and fitting counts and the ``top`` fastest
+    fitting layouts as plain rows, reduced in the worker."""
+    from ..sweep.distribute import local_registry
+
+    (workload, cluster, n, basis, fixed, global_batch, seq_len, rank, qlora, fp8, reserve,
+     top, settings) = item
+    registry = resolve_registry(local_registry(settings))
+    cl = training_cluster(cluster, registry, n)
+    arch = arch_of(workload, registry)
+    cln = with_devices(cl, n)
+    cand = candidates(arch, n, cln.scale_up.size, fixed or {})
+    first, r, ok, dp = _evaluate(arch, cln, basis, registry, cand, n, global_batch, seq_len,
+                                 rank, qlora, fp8, reserve)
+    refused = {reason: int(mask.sum()) for reason, mask in zip(REASONS, first, strict=False)}
+    fit = r["memory"] <= _capacity(registry, cl)
+    refused[REASONS[-1]] = int((~fit).sum())
+    idx = ok[fit]
+    steps = np.asarray(r["step"])[fit]
+    mem = np.asarray(r["memory"])[fit]
+    # fastest first; among equal step times (to 0.1 %) the one needing less memory
+    order = np.lexsort((mem, np.round(steps / steps.min(), 3))) if steps.size else []
+    rows = []
+    for j in order[: max(top, 1)]:
+        i = idx[j]
+        rows.append((float(steps[j]), n, {
+            "tp": int(cand["tp"][i]), "pp": int(cand["pp"][i]),
+            "vpp": int(cand["vpp"][i]), "dp": int(dp[i]), "cp": int(cand["cp"][i]),
+            "ep": int(cand["ep"][i]), "micro_batch": int(cand["mb"][i]),
+            "recompute": _recompute_name(int(cand["recompute"][i])),
+            "zero": int(cand["zero"][i])}))
+    return {"devices": n, "evaluated": int(cand["tp"].size), "refused": refused,
+            "fitting": int(fit.sum()), "rows": rows}
+
+
 def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_len: int,
-                   precision: str = "bf16", basis: str = "calibrated", lora=None, qlora=None,
+                   precision: str = "bf16", basis: str = "auto", lora=None, qlora=None,
                    top: int = 10, fixed: dict | None = None, device_counts=None,
                    reserve: float = DEFAULT_RESERVE, executor=None, registry=None):
     """Rank every valid layout of ``workload`` on ``cluster`` for one global batch of
     ``seq_len`` tokens per sample. ``devices`` (default: the cluster's) is the largest
     count; the Pareto front also tries every halving down to one node (or ``device_counts``).
-    ``executor`` (a ``concurrent.futures`` executor) spreads the device counts over workers
-    sharing this process's registry (threads)."""
-    registry = resolve_registry(registry)
+    ``executor``: any ``concurrent.futures.Executor``, one work item per device count
+    (:func:`search_count`), as ``roofkit.sweep`` takes them: threads share this process's
+    registry; process pools and Dask need ``registry`` as ``roofkit.sweep.RegistrySettings``
+    (or the default catalogue). ``basis="auto"`` (the default): calibrated where the
+    cluster's device has a calibration, else datasheet."""
+    from ..circuit.roofline import resolve_basis
+    from ..sweep.distribute import local_registry, portable_registry, shares_memory
+
+    given = registry
+    registry = resolve_registry(local_registry(given))
     if global_batch is None:
         raise SpecError("the layout search needs --global-batch")
-    cl = registry.cluster(cluster)
+    cl = training_cluster(cluster, registry, devices)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     devices = devices or cl.devices
     if device_counts is None:
@@ -175,39 +220,27 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
             d //= 2
     rank = int(lora or qlora or 0)
     fp8 = precision == "fp8"
+    if executor is None or shares_memory(executor):
+        settings, ref_w, ref_c = registry, workload, cl
+    else:  # workers build their own registry; names and specs travel, a Registry does not
+        settings = portable_registry(given)
+        ref_w = workload if isinstance(workload, str) else registry.workload(workload)
+        ref_c = cl
+    items = [(ref_w, ref_c, int(n), basis, dict(fixed or {}), global_batch, seq_len, rank,
+              bool(qlora), fp8, reserve, int(top), settings) for n in device_counts]
+    if executor is None:
+        results = [search_count(i) for i in items]
+    else:
+        results = list(executor.map(search_count, items))
     refused = dict.fromkeys(REASONS, 0)
-    rows = []  # (step, devices, index into that count's candidates, layout dict)
-    evaluated = 0
-    fits_total = 0
-
-    def one(n):
-        cln = with_devices(cl, n)
-        cand = candidates(arch, n, cln.scale_up.size, fixed or {})
-        return n, cand, _evaluate(arch, cln, basis, registry, cand, n, global_batch,
-                                  seq_len, rank, bool(qlora), fp8, reserve)
-
-    results = (list(executor.map(one, device_counts)) if executor is not None
-               else [one(n) for n in device_counts])
-    for n, cand, (first, r, ok, dp) in results:
-        evaluated += cand["tp"].size
-        for reason, mask in zip(REASONS, first, strict=False):
-            refused[reason] += int(mask.sum())
-        fit = r["memory"] <= _capacity(registry, cl)
-        refused[REASONS[-1]] += int((~fit).sum())
-        fits_total += int(fit.sum())
-        idx = ok[fit]
-        steps = np.asarray(r["step"])[fit]
-        mem = np.asarray(r["memory"])[fit]
-        # fastest first; among equal step times (to 0.1 %) the one needing less memory
-        order = np.lexsort((mem, np.round(steps / steps.min(), 3))) if steps.size else []
-        for j in order[: max(top, 1)]:
-            i = idx[j]
-            rows.append((float(steps[j]), n, {
-                "tp": int(cand["tp"][i]), "pp": int(cand["pp"][i]),
-                "vpp": int(cand["vpp"][i]), "dp": int(dp[i]), "cp": int(cand["cp"][i]),
-                "ep": int(cand["ep"][i]), "micro_batch": int(cand["mb"][i]),
-                "recompute": _recompute_name(int(cand["recompute"][i])),
-                "zero": int(cand["zero"][i])}))
+    rows = []  # (step, devices, layout dict)
+    evaluated = fits_total = 0
+    for res in results:
+        evaluated += res["evaluated"]
+        fits_total += res["fitting"]
+        for reason, count in res["refused"].items():
+            refused[reason] += count
+        rows += [(t, n, dict(lo)) for t, n, lo in res["rows"]]
     fastest = min((x[0] for x in rows), default=1.0)
     rows.sort(key=lambda x: round(x[0] / fastest, 3))  # stable: memory order within a tie
     at_max = [x for x in rows if x[1] == devices][:top]
@@ -233,4 +266,4 @@ def _recompute_name(code: int) -> str:
     return next(k for k, v in RECOMPUTE.items() if v == code)
 
 
-__all__ = ["REASONS", "SearchResult", "candidates", "search_layouts"]
+__all__ = ["REASONS", "SearchResult", "candidates", "search_count", "search_layouts"]

@@ -165,9 +165,12 @@ def _layer(arch, c, slot, *, tokens, dp, kv_read, tp, ep, topo, registry, inner_
 def serve_fleet(workload, cluster, *, batch: int = 1, input_len: int = 128,
                 output_len: int = 128, tp: int = 1, pp: int = 1, ep: int = 1,
                 attention_dp: int = 1, precision: str | None = None,
-                kv_cache_dtype: str = "bf16", basis: str = "calibrated", registry=None,
+                kv_cache_dtype: str = "bf16", basis: str = "auto", registry=None,
                 require_fit: bool = False) -> FleetServingEstimate:
-    """Estimate a static batch on ``tp * pp * attention_dp`` devices of ``cluster``."""
+    """Estimate a static batch on ``tp * pp * attention_dp`` devices of ``cluster``
+    (``basis="auto"``, the default: calibrated where its device has a calibration, else
+    datasheet)."""
+    from ..circuit.roofline import resolve_basis
     from ..circuit.stats import workload_stats
     from .training import costing
 
@@ -190,6 +193,7 @@ def serve_fleet(workload, cluster, *, batch: int = 1, input_len: int = 128,
     if problems:
         raise SpecError(f"invalid serving layout for {arch.name}: " + "; ".join(problems))
     cl = with_devices(registry.cluster(cluster), devices)
+    basis = resolve_basis(basis, cl.device, registry)
     c, basis_text = costing(cl, basis, registry)
     prec = registry.precision(precision or w.formats.get("default", "bf16"))
     w_bytes = prec.bytes_per_element

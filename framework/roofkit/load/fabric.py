@@ -85,9 +85,13 @@ def fabric_of(reg, ref):
     from ..errors import UnknownNameError
 
     if isinstance(ref, str) and ref not in reg.devices:
+        from ..fleet.cluster import parse_ad_hoc
+
         try:
             cluster = reg.cluster(ref)
         except (UnknownNameError, SpecError, LookupError):
+            if parse_ad_hoc(ref) is not None and ref.lower() not in reg.devices:
+                raise  # "12xh100": say why the NxDEVICE cluster is refused
             cluster = None
         if cluster is not None:
             d = reg.device(cluster.device)

@@ -1,15 +1,22 @@
 """``roofkit.plan``: the serving configurations that meet an SLO, best first.
 
-The search crosses devices x precisions x tensor parallelism (or, for a MoE, expert
-parallelism with attention data parallelism over 2, 4 or 8 ranks) x concurrency (the batch
-cap of one engine replica or rank) x aggregated or disaggregated serving (prefill TP, decode
-TP and P:D worker counts within ``max_devices``), and screens every configuration with the
+The search crosses devices or clusters x precisions x tensor parallelism (within the
+scale-up domain) x pipeline parallelism (``pp`` stages run as ``pp`` virtual engines, as
+``simulate --pp`` does; stage boundaries that leave a domain cross the scale-out network)
+(or, for a MoE, expert parallelism with attention data parallelism over 2, 4, 8... ranks,
+across nodes on a cluster) x concurrency (the batch cap of one engine, virtual engine or
+rank) x aggregated or disaggregated serving (prefill TP, decode TP and P:D worker counts
+within ``min(max_devices, the cluster's devices)``, the KV moving over the link the pools
+share). A device alone is one node, or the ad hoc cluster ``NxDEVICE`` when
+``max_devices`` exceeds its node. Every configuration is screened with the
 steady state of continuous batching on the circuit's step costs, as numpy arrays over the
 concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I + O/2``:
 
     t_dec(C)   = rows(C) + head(C) + attn(C, I + O/2) + host(C)        a decode step
     x(C)       = rows(C + I) - rows(C) + attn_prefill(I, I/2) + head(C + 1) - head(C)
                  (+ the eager launches a mixed step pays over a graph replay)
+    pp stages:  rows(n) += hop_fixed + n * hidden * 2 B * hop_per_byte  (the fabric's sums
+                over the stage boundaries), a device holds weights / pp
     aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
                 TTFT = t_dec + x, output tokens/s = C / TPOT
     disaggregated: TPOT = t_dec(C) on the decode pool, TTFT = t_pre(I) + t_kv(I),
@@ -37,7 +44,9 @@ import numpy as np
 
 from ..circuit import api as _circuit
 from ..errors import OOMError, RoofkitError, SpecError
+from .fabric import fabric_of
 from .host import host_table
+from .simulate import layout_problems
 from .steps import CONTEXT_ROLES
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -135,10 +144,11 @@ class Layout:
     state: float
 
 
-def _row_part(dplan, dmask, n, seqs, ep, link, dims):
+def _row_part(dplan, dmask, n, seqs, ep, a2a, dims):
     """The row-dependent node times at ``n`` token rows; with ``ep`` ranks the routed experts
     run for the tokens of every rank split over the ranks, plus two all-to-alls a MoE layer
-    (as :meth:`roofkit.load.steps.StepCosts._experts`)."""
+    (as :meth:`roofkit.load.steps.StepCosts._experts`, ``a2a`` the fabric's (seconds,
+    seconds per byte))."""
     rows = 0.0
     for o, is_ctx in zip(dplan.run(n, 1.0, seqs), dmask, strict=True):
         node = o[0].node
@@ -149,25 +159,25 @@ def _row_part(dplan, dmask, n, seqs, ep, link, dims):
             if o[0].node.role == "experts" and o[0].node.section != "head":
                 rows = rows + o[3] / ep
         layers = sum(p.count for p in dplan.nodes if p.node.op == "expert_gate_up")
-        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep / link.bandwidth
-        rows = rows + layers * 2 * ((link.latency or 0.0) + n * per_row)
+        fixed, per_byte = a2a
+        per_row = dims.get("top_k", 1) * dims["hidden"] * 2.0 * (ep - 1) / ep * per_byte
+        rows = rows + layers * 2 * (fixed + n * per_row)
     return rows
 
 
-def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
-                 ep=1):
-    """Screening costs of one layout over concurrencies ``C`` (see the module docstring);
-    ``ep`` ranks of expert parallelism with attention data parallelism (``C`` a rank)."""
+def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
+               ep=1, fab=None) -> dict:
+    """The plan runs one (device, precision, tp, ep) needs over concurrencies ``C``, before
+    any pipeline split (which only adds a linear term in the rows and moves the weights):
+    row parts ``r_*``, head parts ``h_*``, attention parts ``a_*``, the host times, the
+    footprint. Built once and shared by every ``pp`` of that layout."""
+    if fab is None:
+        fab = fabric_of(reg, d.name)[1]
     kw = dict(precision=precision, kv_cache_dtype=kv_cache_dtype, basis=basis, tp=tp,
               registry=reg)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
-    usable = d.memory.capacity * d.memory.usable_fraction
-    cap = usable - fp.weights
-    if ep > 1:
-        cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
-    if cap <= 0:
-        return None
+    a2a = fab.all_to_all(ep)
     dplan = _circuit.plan(w, d, "decode", **kw)
     pplan = _circuit.plan(w, d, "prefill", **kw)
     dmask, pmask = _split(dplan), _split(pplan)
@@ -175,32 +185,68 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     dims = w.dims
 
     def rows(n, seqs):
-        return _row_part(dplan, dmask, n, seqs, ep, d.interconnect, dims)
+        return _row_part(dplan, dmask, n, seqs, ep, a2a, dims)
 
     _, h_c, a_c = _parts(dplan.run(Cf, float(n_in + n_out // 2), Cf), dmask)
-    r_c = rows(Cf, Cf)
-    r_ci = rows(Cf + n_in, Cf + 1)
-    h_c1 = _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1]
-    r_i = rows(float(n_in), 1.0)
-    h_1 = _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1]
-    a_p = _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2]
-    kernels = sum(p.count for p in dplan.nodes)
     spec_e = None if engine is None else reg.spec("engines", engine)
+    kernels = sum(p.count for p in dplan.nodes)
     host = host_table(spec_e, dplan.roofline, reg, kernels, int(max(C)) + 1)
     sizes = () if spec_e is None else tuple(spec_e.cuda_graphs.batch_sizes)
     ci = np.asarray(C, dtype=int)
     eager = np.asarray(host.eager)[ci]
-    graph = np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci], eager)
+    # a prefill worker batches as many whole prompts as its token budget holds
+    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
+    k = max(1, budget // n_in)
+    return {
+        "Cf": Cf, "fp": fp, "host": host, "spec_e": spec_e, "k": k,
+        "r_c": rows(Cf, Cf), "h_c": h_c, "a_c": a_c, "r_ci": rows(Cf + n_in, Cf + 1),
+        "h_c1": _parts(dplan.run(Cf + 1, 1.0, Cf + 1), dmask)[1],
+        "r_i": rows(float(n_in), 1.0), "h_1": _parts(dplan.run(1.0, 1.0, 1.0), dmask)[1],
+        "a_p": _parts(pplan.run(float(n_in), float(max(n_in // 2, 1)), 1.0), pmask)[2],
+        "r_k": rows(float(k * n_in), float(k)),
+        "h_k": _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1],
+        "eager": eager,
+        "graph": np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci],
+                          eager),
+    }
+
+
+def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype, basis,
+                 ep=1, pp=1, fab=None, parts=None):
+    """Screening costs of one layout over concurrencies ``C`` (see the module docstring);
+    ``ep`` ranks of expert parallelism with attention data parallelism (``C`` a rank);
+    ``pp`` pipeline stages run as ``pp`` virtual engines (``C`` an engine), each step paying
+    the activation sends across the stage boundaries, each device holding ``1 / pp`` of the
+    weights; ``fab`` the links (:func:`roofkit.load.fabric.fabric_of`; default the device's
+    own node); ``parts`` the layout's :func:`step_parts` when already built."""
+    if fab is None:
+        fab = fabric_of(reg, d.name)[1]
+    if parts is None:
+        parts = step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
+                           basis, ep=ep, fab=fab)
+    fp, host, spec_e, k, Cf = (parts[x] for x in ("fp", "host", "spec_e", "k", "Cf"))
+    usable = d.memory.capacity * d.memory.usable_fraction
+    cap = usable - fp.weights / pp
+    if ep > 1:
+        cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
+    if cap <= 0:
+        return None
+    h0 = h1 = 0.0  # pipeline sends a step: h0 + rows * h1
+    if pp > 1:
+        fixed, per_byte = fab.pipeline(tp, pp)
+        h0, h1 = fixed, float(w.dims["hidden"]) * 2.0 * per_byte
+    r_c = parts["r_c"] + h0 + Cf * h1
+    r_ci = parts["r_ci"] + h0 + (Cf + n_in) * h1
+    r_i = parts["r_i"] + h0 + n_in * h1
+    r_k = parts["r_k"] + h0 + k * n_in * h1
+    h_c, a_c, h_c1, h_1, a_p, h_k = (parts[x] for x in ("h_c", "a_c", "h_c1", "h_1", "a_p",
+                                                         "h_k"))
+    eager, graph = parts["eager"], parts["graph"]
     dev_dec = r_c + h_c + a_c
     t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
     x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph)
     pre_dev = float(r_i + h_1 + a_p)
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
-    # a prefill worker batches as many whole prompts as its token budget holds
-    budget = 8192 if spec_e is None else spec_e.limits(d)[1]
-    k = max(1, budget // n_in)
-    r_k = rows(float(k * n_in), float(k))
-    h_k = _parts(dplan.run(float(k), 1.0, float(k)), dmask)[1]
     dev_k = float(r_k + h_k + k * a_p)
     host_k = host.eager[min(k, len(host.eager) - 1)]
     pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
@@ -216,21 +262,49 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
                   state=fp.state_per_seq)
 
 
-def _tps(d, max_devices):
+def _pow2_upto(top: int) -> list[int]:
+    out, v = [], 1
+    while v <= top:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _target(reg, ref, max_devices: int) -> str:
+    """What a ``devices`` entry is planned on: a cluster (key, alias, TOML or ``NxDEVICE``)
+    as given; a device alone on one node, or, when ``max_devices`` exceeds the devices its
+    interconnect joins, on the ad hoc cluster ``NxDEVICE`` of whole nodes
+    (:func:`roofkit.fleet.cluster.ad_hoc`: its scale-up domain and the default network)."""
+    if isinstance(ref, str) and ref in reg.devices:
+        d = reg.device(ref)
+    else:
+        d, fab = fabric_of(reg, ref)
+        if fab.out is not None:
+            return fab.name
     ic = d.interconnect
-    top = 1 if ic is None else min(ic.max_devices, max_devices)
-    return [t for t in TPS if t <= top]
+    if ic is None or max_devices <= ic.max_devices:
+        return d.name
+    per = ic.max_devices
+    return f"{-(-max_devices // per) * per}x{d.name}"
 
 
 def plan_group(item) -> dict:
-    """Screen every configuration of one (device, precision) (a picklable work item)."""
+    """Screen every configuration of one (device or cluster, precision) (a picklable work
+    item): tensor x pipeline parallelism (``pp`` virtual engines) within the scale-up
+    domain and the cluster, expert parallelism with attention data parallelism, and
+    disaggregated pools of the TP layouts, each within ``min(max_devices, the cluster's
+    devices)``."""
     from ..registry import resolve
     from ..sweep.distribute import local_registry
 
-    (workload, device, precision, n_in, n_out, slo, max_devices, engine, kv_dtype, basis, conc,
+    (workload, target, precision, n_in, n_out, slo, max_devices, engine, kv_dtype, basis, conc,
      disagg, settings) = item
     reg = resolve(local_registry(settings))
-    w, d = reg.workload(workload), reg.device(device)
+    w = reg.workload(workload)
+    d, fab = fabric_of(reg, target)
+    device = d.name
+    cluster = fab.name if fab.out is not None else None
+    budget = min(max_devices, fab.devices)
     C = np.asarray(conc, dtype=float)
     refused: dict[str, int] = {}
     rows = []
@@ -239,56 +313,77 @@ def plan_group(item) -> dict:
     def refuse(why, n=1):
         refused[why] = refused.get(why, 0) + int(n)
 
-    lays = {}
-    for tp in TPS:
-        if tp > max_devices:
-            refuse(f"tp {tp} above max devices {max_devices}", len(C))
-            evaluated += len(C)
-            continue
-        if tp not in _tps(d, max_devices):
-            refuse(f"tp {tp} beyond {d.name}'s interconnect", len(C))
-            evaluated += len(C)
-            continue
+    built = {}
+
+    def costed(tp, ep=1, pp=1):
         try:
-            lay = layout_costs(reg, w, d, precision, tp, n_in, n_out, conc, engine, kv_dtype, basis)
+            if (tp, ep) not in built:
+                built[tp, ep] = step_parts(reg, w, d, precision, tp, n_in, n_out, conc,
+                                           engine, kv_dtype, basis, ep=ep, fab=fab)
+            lay = layout_costs(reg, w, d, precision, tp, n_in, n_out, conc, engine, kv_dtype,
+                               basis, ep=ep, pp=pp, fab=fab, parts=built[tp, ep])
         except (SpecError, OOMError, ValueError) as exc:
             refuse(f"not costed: {exc}".split("\n")[0][:120], len(C))
-            evaluated += len(C)
-            continue
+            return None
         if lay is None:
             refuse("weights do not fit", len(C))
+        return lay
+
+    def add(mode, label, tp, c, ttft, tpot, tok_dev, devices, **extra):
+        rows.append(_row(device, precision, mode, label, tp, int(c), ttft, tpot, tok_dev,
+                         1.0 / tpot, devices, **extra))
+        if cluster is not None:
+            rows[-1]["cluster"] = cluster
+
+    lays = {}
+    tps = sorted(set(TPS) | {t for t in _pow2_upto(fab.size) if t > TPS[-1]})
+    pps = [p for p in _pow2_upto(budget) if p > 1]
+    for tp in tps:
+        for pp in [1, *pps]:
             evaluated += len(C)
-            continue
-        lays[tp] = lay
-        # aggregated
-        tpot = lay.t_dec + C * lay.x / n_out
-        ttft = lay.t_dec + lay.x
-        tok = C / tpot
-        evaluated += len(C)
-        for i, c in enumerate(conc):
-            why = _miss(lay.kv_ok[i], ttft[i], tpot[i], slo)
-            if why:
-                refuse(why)
+            if tp * pp > max_devices:
+                refuse(f"tp x pp above max devices {max_devices}", len(C))
                 continue
-            rows.append(_row(device, precision, "aggregated", f"TP{tp}", tp, int(c), ttft[i],
-                             tpot[i], tok[i] / tp, 1.0 / tpot[i], tp))
+            if tp > fab.size:
+                refuse(f"tp beyond the {fab.size}-device scale-up domain of {fab.name}",
+                       len(C))
+                continue
+            if tp * pp > fab.devices:
+                refuse(f"tp x pp beyond the {fab.devices} devices of {fab.name}", len(C))
+                continue
+            if layout_problems(w, pp=pp):
+                refuse("pp does not divide the layers", len(C))
+                continue
+            lay = costed(tp, pp=pp)
+            if lay is None:
+                continue
+            if pp == 1:
+                lays[tp] = lay
+            # aggregated: pp virtual engines of C sequences each on tp * pp devices
+            tpot = lay.t_dec + C * lay.x / n_out
+            ttft = lay.t_dec + lay.x
+            tok = C / tpot
+            label = f"TP{tp}" if pp == 1 else f"TP{tp} PP{pp}"
+            for i, c in enumerate(conc):
+                why = _miss(lay.kv_ok[i], ttft[i], tpot[i], slo)
+                if why:
+                    refuse(why)
+                    continue
+                add("aggregated", label, tp, c, ttft[i], tpot[i], tok[i] / tp, tp * pp)
+                if pp > 1:
+                    rows[-1]["pp"] = pp
     experts = w.template and _circuit.footprint(w, d, precision=precision, registry=reg,
                                                   basis=basis).weights_by_role.get("experts")
-    for ep in TPS[1:] if experts else ():
-        if ep > max_devices or ep not in _tps(d, max_devices):
-            refuse(f"ep {ep} beyond {d.name}'s interconnect or the device budget", len(C))
-            evaluated += len(C)
-            continue
-        try:
-            lay = layout_costs(reg, w, d, precision, 1, n_in, n_out, conc, engine, kv_dtype,
-                               basis, ep=ep)
-        except (SpecError, OOMError, ValueError) as exc:
-            refuse(f"not costed: {exc}".split("\n")[0][:120], len(C))
-            evaluated += len(C)
-            continue
+    for ep in [e for e in _pow2_upto(max(budget, max_devices)) if e > 1] if experts else ():
         evaluated += len(C)
+        if ep > budget:
+            refuse(f"ep beyond the {budget} devices of {fab.name} and max devices", len(C))
+            continue
+        if layout_problems(w, ep=ep):
+            refuse("ep does not divide the experts", len(C))
+            continue
+        lay = costed(1, ep=ep)
         if lay is None:
-            refuse("weights do not fit", len(C))
             continue
         tpot = lay.t_dec + C * lay.x / n_out
         ttft = lay.t_dec + lay.x
@@ -297,17 +392,17 @@ def plan_group(item) -> dict:
             if why:
                 refuse(why)
                 continue
-            rows.append(_row(device, precision, "aggregated", f"EP{ep} attention-DP{ep}", 1,
-                             int(c), ttft[i], tpot[i], c / tpot[i], 1.0 / tpot[i], ep))
+            add("aggregated", f"EP{ep} attention-DP{ep}", 1, c, ttft[i], tpot[i],
+                c / tpot[i], ep)
             rows[-1]["ep"] = ep
     if disagg and lays:
-        bw, lat = _kv_link(d)
         for ptp, pl in lays.items():
             for dtp, dl in lays.items():
-                for p in range(1, max_devices // ptp + 1):
-                    for q in range(1, (max_devices - p * ptp) // dtp + 1):
+                for p in range(1, budget // ptp + 1):
+                    for q in range(1, (budget - p * ptp) // dtp + 1):
                         devices = p * ptp + q * dtp
-                        t_kv = lat + (n_in * pl.kv_token + pl.state) / bw
+                        link = fab.kv_link(devices)
+                        t_kv = link.latency + (n_in * pl.kv_token + pl.state) / link.bandwidth
                         ttft = pl.t_pre + t_kv
                         tpot = dl.t_dec
                         rate = np.minimum(p * pl.pre_rate, q * C / (n_out * dl.t_dec))
@@ -318,19 +413,11 @@ def plan_group(item) -> dict:
                             if why:
                                 refuse(why)
                                 continue
-                            rows.append(_row(device, precision, "disaggregated",
-                                             f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp,
-                                             int(c), ttft, tpot[i], tok_dev[i], 1.0 / tpot[i],
-                                             devices, pd=(p, q, ptp, dtp),
-                                             ratio=c / (pl.pre_rate * n_out * dl.t_dec[i])))
+                            add("disaggregated",
+                                f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp, c, ttft,
+                                tpot[i], tok_dev[i], devices, pd=(p, q, ptp, dtp),
+                                ratio=c / (pl.pre_rate * n_out * dl.t_dec[i]))
     return {"rows": rows, "refused": refused, "evaluated": evaluated}
-
-
-def _kv_link(d):
-    ic = d.interconnect
-    if ic is None:
-        return math.inf, 0.0
-    return ic.bandwidth, ic.latency or 0.0
 
 
 def _miss(kv_ok, ttft, tpot, slo) -> str:
@@ -372,16 +459,24 @@ def _pareto(rows):
             best_user = u
 
 
-def plan(workload, devices, *, input_len: int, output_len: int, slo,
-         max_devices: int = 8, precisions=None, concurrencies=CONCURRENCIES,
+def plan(workload, devices, *, input_len: int | None = None, output_len: int | None = None,
+         slo, max_devices: int = 8, precisions=None, concurrencies=CONCURRENCIES,
          engine: str | None = "vllm", disagg: bool = True, kv_cache_dtype: str = "bf16",
-         basis: str = "calibrated", verify: int = 3, executor=None, registry=None
-         ) -> PlanResult:
+         basis: str = "auto", verify: int = 3, trace=None, executor=None,
+         registry=None) -> PlanResult:
     """Search configurations for ``slo`` (``"ttft_p90=2s,tpot_p90=50ms"``); see the module
-    docstring. ``precisions`` defaults to the workload's format and fp8 where the device
-    has an fp8 slot. ``executor``: any ``concurrent.futures.Executor`` (one work item per
+    docstring. ``devices``: device names (one node each, or the ad hoc cluster
+    ``NxDEVICE`` of whole nodes when ``max_devices`` exceeds a node) or clusters
+    (``specs/clusters``, ``NxDEVICE``), whose layouts may span nodes. ``precisions``
+    defaults to the workload's format and fp8 where the device has an fp8 slot.
+    ``trace``: a JSON-lines request trace (as ``simulate``) whose mean lengths are screened
+    (``input_len``/``output_len`` default to them) and whose length pairs, in order, feed
+    the verification. ``executor``: any ``concurrent.futures.Executor`` (one work item per
     device and precision; pass ``registry`` as ``roofkit.sweep.RegistrySettings`` for
-    process pools). ``verify``: how many of the best to re-run through the simulator."""
+    process pools). ``verify``: how many of the best to re-run through the simulator.
+    ``basis="auto"`` (the default): each device on calibrated where it has a calibration,
+    else datasheet."""
+    from ..circuit.roofline import resolve_basis
     from ..registry import resolve
     from ..sweep.distribute import local_registry, portable_registry, shares_memory
     from .simulate import parse_slo
@@ -389,23 +484,40 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
     slo = parse_slo(slo)
     if not slo:
         raise RoofkitError("plan needs an SLO, e.g. slo='ttft_p90=2s,tpot_p90=50ms'")
+    lengths = None
+    if trace is not None:
+        from .requests import read_trace
+
+        st = read_trace(trace)
+        lengths = (st.input_len, st.output_len)
+        input_len = round(float(np.mean(st.input_len))) if input_len is None else input_len
+        output_len = round(float(np.mean(st.output_len))) if output_len is None else output_len
+    elif input_len is None or output_len is None:
+        raise RoofkitError("plan needs input_len and output_len (or a trace whose mean "
+                           "lengths are planned for)")
     for name, v in (("input_len", input_len), ("output_len", output_len),
                     ("max_devices", max_devices)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
     reg = resolve(local_registry(registry))
     w = reg.workload(workload)
-    devs = [reg.device(x).name for x in ([devices] if isinstance(devices, str) else devices)]
+    refs = [devices] if isinstance(devices, str) else list(devices)
+    targets = [_target(reg, x, int(max_devices)) for x in refs]
     items = []
-    for dn in devs:
-        d = reg.device(dn)
+    multi = []
+    for target in targets:
+        d, fab = fabric_of(reg, target)
+        if fab.out is not None:
+            multi.append(f"{target} ({fab.devices // fab.size} scale-up domains of "
+                         f"{fab.size}, {fab.out.name})")
         precs = precisions or [w.formats.get("default", "bf16")] + (
             ["fp8"] if "fp8" in d.compute and w.formats.get("default", "bf16") != "fp8" else [])
         for p in precs:
             settings = registry if executor is None or shares_memory(executor) else \
                 portable_registry(registry)
-            items.append((w.name, dn, p, int(input_len), int(output_len), slo,
-                          int(max_devices), engine, kv_cache_dtype, basis,
+            items.append((w.name, target, p, int(input_len), int(output_len), slo,
+                          int(max_devices), engine, kv_cache_dtype,
+                          resolve_basis(basis, d, reg),
                           tuple(int(c) for c in concurrencies), bool(disagg),
                           settings if executor is not None else reg))
     results = list(executor.map(plan_group, items)) if executor is not None else \
@@ -424,7 +536,8 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
         passed = sum(v["simulated"]["slo_met"] for v in verified)
         if passed >= verify or len(verified) >= 2 * verify:
             break
-        v = _verify(reg, w, r, input_len, output_len, slo, engine, kv_cache_dtype, basis)
+        v = _verify(reg, w, r, input_len, output_len, slo, engine, kv_cache_dtype, basis,
+                    lengths)
         verified.append(v)
         r["verified"] = "met" if v["simulated"]["slo_met"] else "missed"
     rows.sort(key=lambda r: (r.get("verified") == "missed",
@@ -439,18 +552,28 @@ def plan(workload, devices, *, input_len: int, output_len: int, slo,
              "and last C requests); "
              f"{demoted} configuration(s) the simulation says miss the SLO ranked last",
              f"engine profile: {engine or 'none'}")
+    if lengths is not None:
+        notes += (f"trace {trace}: {len(lengths[0])} requests, screened at their mean "
+                  f"lengths ({input_len} in, {output_len} out); verified with the trace's "
+                  "length pairs in order, arriving evenly at the screened rate",)
+    if multi:
+        notes += ("across nodes on " + "; ".join(multi) + ": pipeline boundaries, expert "
+                  "all-to-alls and KV transfers that leave a scale-up domain cross the "
+                  "scale-out network (roofkit.load.fabric)",)
     return PlanResult(workload=w.name, slo=slo, input_len=int(input_len),
                       output_len=int(output_len), rows=rows, refused=refused,
                       evaluated=evaluated, verified=verified, notes=notes)
 
 
-def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
+def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis, lengths=None) -> dict:
     """Simulate row ``r`` in its steady state: ``N = max(5 C, 64)`` requests arriving every
     ``1 / rate`` s, ``rate = tokens/s/device x devices / O`` (the screened request rate), and
     the percentiles of the requests but the first and the last ``C`` (one request lifetime
     ``C / rate`` = ``O x TPOT`` each: the warm-up of an empty engine, the drain after the last
     arrival); tokens/s over the span in which those finish,
-    ``(n_kept - 1) O / (last finish - first finish)``."""
+    ``(n_kept - 1) O / (last finish - first finish)``. ``lengths``: (input, output) arrays
+    of a trace, taken in order (cycled) in place of ``n_in`` and ``n_out`` (``O`` then
+    their mean)."""
     import json
     import tempfile
     from pathlib import Path
@@ -464,8 +587,9 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
         total = c * r["ep"]
         kw["ep"] = r["ep"]
     elif r["mode"] == "aggregated":
-        total = c
+        total = c * r.get("pp", 1)
         kw["tp"] = r["tp"]
+        kw["pp"] = r.get("pp", 1)
     else:
         total = c * r["decode_workers"]
         kw["disagg"] = Disagg(r["prefill_workers"], r["decode_workers"], r["prefill_tp"],
@@ -474,10 +598,16 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
     n = max(5 * total, 64)
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "steady.jsonl"
-        trace.write_text("".join(json.dumps({"arrival": i / rate, "input_len": n_in,
-                                             "output_len": n_out}) + "\n" for i in range(n)),
-                         encoding="utf-8")
-        sim = simulate(w, r["device"], trace=trace, **kw)
+        if lengths is None:
+            pairs = [(n_in, n_out)] * n
+        else:
+            k = len(lengths[0])
+            pairs = [(int(lengths[0][i % k]), int(lengths[1][i % k])) for i in range(n)]
+            n_out = float(np.mean([o for _, o in pairs]))
+        trace.write_text("".join(json.dumps({"arrival": i / rate, "input_len": a,
+                                             "output_len": b}) + "\n"
+                                 for i, (a, b) in enumerate(pairs)), encoding="utf-8")
+        sim = simulate(w, r.get("cluster") or r["device"], trace=trace, **kw)
     per = sim.per_request
     # drop one lifetime at each end: the warm-up of an empty engine and the drain after the
     # last arrival (a shrinking batch), so every kept request ran in the steady state
@@ -491,6 +621,7 @@ def _verify(reg, w, r, n_in, n_out, slo, engine, kv_dtype, basis) -> dict:
     # output tokens/s of the kept requests: finishes after the first, over their span
     steady = (len(done) - 1) * n_out / span / r["devices"] if span > 0 else math.nan
     return {**{k: r[k] for k in ("device", "precision", "mode", "layout", "concurrency")},
+            **({"cluster": r["cluster"]} if "cluster" in r else {}),
             "simulated": {"ttft_ms": {k: x * 1e3 for k, x in got["ttft"].items()},
                           "tpot_ms": {k: x * 1e3 for k, x in got["tpot"].items()},
                           "e2e_ms": {k: x * 1e3 for k, x in got["e2e"].items()},

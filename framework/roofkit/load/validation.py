@@ -85,7 +85,7 @@ class LoadCaseResult:
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LoadReport:
     cases: tuple[LoadCaseResult, ...]
     independence: tuple[dict, ...] = ()  # per constant: origin and LOSO statement
@@ -112,6 +112,34 @@ class LoadReport:
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
                 "independence": list(self.independence)}
+
+    def to_pandas(self):
+        """One row per case: measured, predicted and error per basis (and LOSO)."""
+        from ..fleet.report import frame
+
+        return frame([c.to_dict() for c in self.cases])
+
+    def _lines(self) -> list[tuple[str, str]]:
+        """Median |error| per metric family and basis, with the scored count."""
+        out = []
+        for fam, by in self.summary().items():
+            cells = [f"{b} {by[b]['median_abs_error']:.1%} ({by[b]['cases']})"
+                     for b in (*BASES, LOSO) if by[b]["median_abs_error"] is not None]
+            out.append((fam, ", ".join(cells) or "nothing scored"))
+        return out
+
+    def __repr__(self) -> str:
+        scored = sum(c.scored for c in self.cases)
+        lines = [f"<LoadReport {len(self.cases)} load cases, {scored} scored; median |error|"]
+        lines += [f"  {fam:<12} {text}" for fam, text in self._lines()[:12]]
+        return "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        from ..fleet.report import html_table
+
+        scored = sum(c.scored for c in self.cases)
+        return html_table(f"load validation: {len(self.cases)} cases, {scored} scored "
+                          "(median |error| per basis, cases scored)", self._lines())
 
 
 def _describe(case: LoadCase) -> str:

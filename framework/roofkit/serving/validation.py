@@ -190,12 +190,13 @@ def predict(case, basis: str, registry) -> float:
         est = max_load(case.workload, case.device, input_len=c.input_len,
                        output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
-                       max_requests=c.num_requests, admission=c.kv_admission or "grow")
+                       max_requests=c.num_requests, admission=c.kv_admission or "grow",
+                       engine_version=c.engine_version or None)
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
                        precision=precision, kv_cache_dtype=kv, basis=basis, engine=engine,
-                       registry=registry)
+                       registry=registry, engine_version=c.engine_version or None)
     value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
              "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
     if value is None:
@@ -223,14 +224,30 @@ def _kernel_ms(case, basis: str, registry) -> float:
     return float(r.time) / r.count * 1e3
 
 
-def _calibrated(device: str, registry) -> bool:
-    """Whether ``device`` has measured constants behind its calibrated basis."""
+#: the words of every listed reason whose case has no measurement behind its calibrated basis
+DATASHEET_ONLY = "its calibrated basis is its datasheet"
+
+
+def _uncalibrated(case, registry) -> str:
+    """Why the calibrated basis of ``case`` is its datasheet ("" when a measurement of its
+    device stands behind it: the memory bandwidth, or the compute slot its precision runs
+    on)."""
     from ..circuit.roofline import device_roofline
 
     try:
-        return device_roofline(registry.device(device), "calibrated", registry).measured
-    except LookupError:
-        return True  # the prediction reports the unknown name
+        roof = device_roofline(registry.device(case.device), "calibrated", registry)
+        if not roof.measured:
+            return f"{case.device} has no calibration in specs/calibration"
+        if roof.bandwidth_measured:
+            return ""
+        precision = registry.precision(case.config.precision or "bf16")
+        slot = roof.slot_for(precision)[0]
+    except (LookupError, RoofkitError):
+        return ""  # the prediction reports the unknown name
+    if roof.provenance.get(f"compute.{slot}", "").startswith("calibration"):
+        return ""
+    return (f"{case.device}'s calibration in specs/calibration measures neither its memory "
+            f"bandwidth nor its {slot} compute")
 
 
 def _why_listed(case, by_name: dict, registry) -> str:
@@ -249,9 +266,9 @@ def _why_listed(case, by_name: dict, registry) -> str:
                 f"measured by the same publisher with {later.config.engine}")
     if case.unscored:
         return case.unscored
-    if not _calibrated(case.device, registry):
-        return (f"{case.device} has no calibration in specs/calibration, so its calibrated "
-                "basis is its datasheet: listed, not scored")
+    uncalibrated = _uncalibrated(case, registry)
+    if uncalibrated:
+        return f"{uncalibrated}, so {DATASHEET_ONLY}: listed, not scored"
     return ""
 
 
@@ -269,10 +286,17 @@ def _device_class(device: str, registry) -> str:
 
 def _loso_predict(case, reg, removed: tuple[str, ...]) -> float:
     """The calibrated prediction on ``reg`` (the case's own constants removed); a removed
-    engine profile leaves the engine's host time out."""
+    engine profile leaves the engine's host time out, and keeps the kernel profiles of the
+    ``specs/engines`` profile that names it (the measured ones of the case's origin are gone
+    from ``reg``)."""
+    from ..circuit.kernels import engine_spec
+
     gone = {name.split(":engines.", 1)[1] for name in removed if ":engines." in name}
-    if case.config.runtime and case.config.runtime in gone:
-        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=""))
+    runtime = case.config.runtime
+    if runtime and runtime in gone:
+        spec = engine_spec(reg, runtime)
+        keep = spec.name if spec is not None and spec.kernels else ""
+        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=keep))
     return predict(case, "calibrated", reg)
 
 
