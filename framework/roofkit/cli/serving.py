@@ -238,6 +238,8 @@ def cmd_validate(args) -> int:
     from ..serving.validation import BREAKDOWNS, LOSO, OTHER, SCORED, run
 
     reg = common.registry(args)
+    if args.misses is not None and args.kind in ("static", "load"):
+        return validate_suite(args, reg, view=args.kind)
     if args.kind == "load":
         from .load import validate_load
 
@@ -328,7 +330,7 @@ def _misses_lines(rows, threshold: float, basis: str = "loso") -> list[str]:
     return out
 
 
-def validate_suite(args, reg) -> int:
+def validate_suite(args, reg, view: str | None = None) -> int:
     """``roofkit validate`` (``--kind serving``): the static and the load cases scored
     together, per basis, per view and per breakdown, the interval coverage both ways."""
     from ..serving import suite
@@ -343,7 +345,7 @@ def validate_suite(args, reg) -> int:
         kw["load"] = run_load(registry=reg, cases=[cat[name] for name in args.case])
     report = suite.run(registry=reg, **kw)
     if threshold is not None:
-        misses = report.misses(threshold)
+        misses = [r for r in report.misses(threshold) if view in (None, r.view)]
         if args.json:
             common.print_json({"threshold": threshold, "basis": "loso",
                                "misses": [r.to_dict() for r in misses]})

@@ -79,11 +79,13 @@ class Report(Result):
     independence: tuple[dict, ...] = ()  # per calibration constant: origin and statement
 
     def coverage(self, level: float = 0.8, leave_out: str = "case") -> dict:
-        """Out-of-sample coverage of the prediction intervals at ``level`` over this run's
-        residuals (:func:`roofkit.intervals.coverage`)."""
-        from ..intervals import coverage, residuals
+        """Out-of-sample coverage of the prediction intervals at ``level`` of this run's
+        cases (:func:`roofkit.intervals.coverage`), their intervals drawn, as an estimate's
+        are, from the whole serving table: this run's residuals and the shipped load ones."""
+        from ..intervals import coverage, residuals, table
 
-        return coverage(residuals(self), level, leave_out)
+        rows = residuals(self) + [r for r in table() if r.metric.startswith("load_")]
+        return coverage(rows, level, leave_out, score=lambda r: not r.metric.startswith("load_"))
 
     HEADLINE = tuple(
         Headline(f"{stat}_error_{b}", "%", (lambda r, b=b, f=stat: _percent(
