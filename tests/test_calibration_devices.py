@@ -2,6 +2,8 @@
 datasheet's on the calibrated basis; a bandwidth nobody measured stays the datasheet's and
 keeps an estimate outside the calibrated range of the intervals."""
 
+import json
+
 import pytest
 
 import roofkit
@@ -35,3 +37,81 @@ def test_an_unmeasured_bandwidth_is_outside_the_calibrated_range(registry):
     h100 = roofkit.serve("llama-3.1-8b", "h100-sxm", batch=8, input_len=128, output_len=8,
                          registry=registry)
     assert all("range=inside" in iv.stratum for iv in h100.intervals().values())
+
+
+@pytest.mark.parametrize(("device", "slot", "tflops"), [
+    # mag-/gpu_benchmark MAMF table (torch.mm, bf16)
+    ("l40s", "bf16", 252.0), ("l4", "bf16", 91.4), ("rtx-4090", "bf16", 178.5),
+    # binbinsh/gpu-bench results/4090.json (cuBLASLt 8192^3): fp16 175.067, "fp32" is TF32
+    ("rtx-4090", "fp16", 175.1), ("rtx-4090", "tf32", 89.9),
+    # DeepBench DGX-1 V100 cuBLAS sweep, best GEMM 4096x7000x4096 (fp16); GPUInspector.jl
+    # V100-SXM2-32GB page, peakflops_gpu (fp32)
+    ("v100", "fp16", 112.3), ("v100", "fp32", 15.5),
+])
+def test_measured_matmul_peaks_of_the_added_devices(registry, device, slot, tflops):
+    roof = device_roofline(registry.device(device), "calibrated", registry)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.provenance[f"compute.{slot}"].startswith(f"calibration {device}")
+
+
+@pytest.mark.parametrize(("device", "gbs", "sheet_gbs"), [
+    ("rtx-4090", 918.8, 1008.0),  # cudaMemcpy device to device, read + write counted
+    ("v100", 814.0, 900.0),  # te42kyfo/gpu-benches gpu-stream triad
+])
+def test_measured_bandwidths_of_the_added_devices(registry, device, gbs, sheet_gbs):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.memory.bandwidth == pytest.approx(sheet_gbs * 1e9)
+    assert roof.bandwidth == pytest.approx(gbs * 1e9) and roof.bandwidth_measured
+
+
+def test_the_v100_bandwidth_names_its_triad_reading(registry):
+    cal = registry.catalogues["calibration"]["v100"]
+    assert cal.bandwidth.value == pytest.approx(814e9)
+    assert "triad" in cal.bandwidth.where and "814 GB/s" in cal.bandwidth.where
+
+
+def test_a_bf16_only_calibration_keeps_the_datasheet_bandwidth_and_says_so(registry):
+    roof = device_roofline(registry.device("l40s"), "calibrated", registry)
+    assert roof.measured and not roof.bandwidth_measured
+    assert "datasheet ceiling kept for bandwidth" in roof.basis
+    assert "compute.fp8" in roof.basis.split("datasheet ceiling kept for", 1)[1]
+
+
+def test_the_gb200_fp4_sweep_sets_its_peak_and_size_curve(registry):
+    roof = device_roofline(registry.device("gb200"), "calibrated", registry)
+    assert roof.peaks["fp4"] == pytest.approx(7627.6e12)
+    # Azure ND GB200 v6 cuBLASLt FP4: 287.2 TFLOP/s at 1024^3 over the sweep's best 7627.6
+    assert roof.efficiency("fp4", 2.0 * 1024**3) == pytest.approx(287.2 / 7627.6)
+    assert roof.efficiency("fp4", 2.0 * 16384**3) == pytest.approx(1.0)
+    # the FP8 curve is relative to its own sweep's best (2906.9) and scales the MAMF peak
+    assert roof.matmul_rate("fp8", 2.0 * 4096**3) == pytest.approx(3615.6e12 * 2834.6 / 2906.9)
+
+
+def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
+    from roofkit.serving.loso import constants, origin
+
+    cases = [c for kind in ("validation", "training", "load_cases")
+             for c in registry.catalogues[kind].values()]
+    assert len(cases) >= 206 + 27 + 48
+    case_origins = {origin(c.source.url) for c in cases}
+    added = [c for c in constants(registry)
+             if c.calibration in ("rtx-4090", "v100", "l40s", "l4")
+             or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
+    assert {c.origin for c in added} == {
+        "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
+        "github:azure/ai-benchmarking-guide", "github:te42kyfo/gpu-benches",
+        "github:baidu-research/deepbench"}
+    assert not {c.origin for c in added} & case_origins
+
+
+def test_show_ends_with_the_calibrated_basis(capsys):
+    from roofkit.testing import run_cli
+
+    code, out, _ = run_cli(capsys, "show", "m3-max")
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and last.startswith("calibrated basis: no calibration for m3-max")
+    assert "datasheet only" in last
+    code, out, _ = run_cli(capsys, "show", "rtx-4090", "--json")
+    basis = json.loads(out)["calibrated_basis"]
+    assert basis.startswith("measured achievable for rtx-4090") and "bandwidth" in basis

@@ -109,7 +109,8 @@ def test_efficiency_floats_equal_arrays(f):
 def test_calibrated_cost_model_is_the_default_on_the_calibrated_basis(registry):
     cal = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=1024, basis="calibrated",
                          registry=registry)
-    sheet = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=1024, registry=registry)
+    sheet = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=1024, basis="datasheet",
+                           registry=registry)
     assert cal.cost_model == "roofline_calibrated" and sheet.cost_model == "roofline"
     plain = roofkit.decode("llama-3.1-8b", "h100", batch=8, context=1024, basis="calibrated",
                            cost_model="roofline", registry=registry)

@@ -80,7 +80,7 @@ def test_sliding_window_caps_kv_kept(reg):
 
 
 def test_weight_floor_is_the_main_section_with_routed_experts_at_top_k(reg):
-    fp = roofkit.footprint("mixtral-8x7b", "h100", registry=reg)
+    fp = roofkit.footprint("mixtral-8x7b", "h100", basis="datasheet", registry=reg)
     experts = fp.weights_by_role["experts"]
     main = fp.weights_by_section["main"]
     assert fp.weight_floor == pytest.approx(main - experts * (1 - 2 / 8), rel=1e-12)
@@ -152,7 +152,8 @@ def test_vectorized_decode_matches_scalar_calls(reg):
 
 
 def test_fp4_falls_back_to_fp8_on_h100_and_the_basis_says_so(reg):
-    est = roofkit.decode("llama-3.1-8b", "h100", precision="nvfp4", registry=reg)
+    est = roofkit.decode("llama-3.1-8b", "h100", precision="nvfp4", basis="datasheet",
+                         registry=reg)
     slots = {r.node: r.slot for r in est.rows}
     assert slots["ffn.gate_up"] == "fp8"
     assert "nvfp4 on h100-sxm: no fp4 peak; runs at the fp8 peak" in est.basis
@@ -212,9 +213,9 @@ def test_checkpoint_formats_table_sets_expert_bytes(reg):
 
 
 def test_roofline_launch_adds_one_launch_per_node_instance(reg):
-    plain = roofkit.decode("llama-3.1-8b", "h100", registry=reg)
+    plain = roofkit.decode("llama-3.1-8b", "h100", basis="datasheet", registry=reg)
     launched = roofkit.decode("llama-3.1-8b", "h100", cost_model="roofline_launch",
-                              registry=reg)
+                              basis="datasheet", registry=reg)
     kernels = sum(r.count for r in plain.rows)
     assert launched.time - plain.time == pytest.approx(kernels * 5e-6)
 
@@ -223,15 +224,15 @@ def test_calibrated_basis_names_the_measurement(reg):
     est = roofkit.decode("llama-3.1-8b", "h100", basis="calibrated", registry=reg)
     assert est.measured is True
     assert est.basis.startswith("measured achievable for h100-sxm")
-    sheet = roofkit.decode("llama-3.1-8b", "h100", registry=reg)
+    sheet = roofkit.decode("llama-3.1-8b", "h100", basis="datasheet", registry=reg)
     assert sheet.measured is False
     assert est.time > sheet.time  # achievable bandwidth is below the datasheet's
 
 
 def test_calibrated_without_a_measurement_says_so(reg):
-    est = roofkit.decode("llama-3.1-8b", "l4", basis="calibrated", registry=reg)
+    est = roofkit.decode("llama-3.1-8b", "m3-max", basis="calibrated", registry=reg)
     assert est.measured is False
-    assert est.basis.startswith("no calibration for l4")
+    assert est.basis.startswith("no calibration for m3-max")
     assert "datasheet only" in est.basis
 
 
@@ -271,7 +272,8 @@ def test_unknown_settings_and_names_teach(reg):
 def test_to_dict_is_json_ready(reg):
     import json
 
-    many = roofkit.decode("llama-3.1-8b", "h100", batch=np.arange(1, 5), registry=reg)
+    many = roofkit.decode("llama-3.1-8b", "h100", batch=np.arange(1, 5), basis="datasheet",
+                          registry=reg)
     d = json.loads(json.dumps(many.to_dict(by="op")))
     assert len(d["totals"]["time_s"]) == 4
     assert {"node", "op", "flops", "bytes", "time_s", "bound"} <= set(d["rows"][0])

@@ -46,7 +46,7 @@ def test_the_plugin_registers_its_op_kind_rule_template_and_cost_model(reg):
 
 def test_the_circuit_uses_the_plugin_op_with_the_plugin_cost_model(reg):
     est = roofkit.decode("tiny-fused", "h100", batch=8, context=100, cost_model="pessimist",
-                         registry=reg)
+                         basis="datasheet", registry=reg)
     rows = {r.node: r for r in est.rows}
     norm = rows["attention.norm"]
     assert norm.op == "fused_add_rms_norm" and norm.count == 4

@@ -57,7 +57,8 @@ def test_an_all_reduce_node_by_hand():
     h100 = reg.device("h100")
     ic = h100.interconnect
     B, n, hidden = 16, 4, 8192
-    est = roofkit.decode("llama-3.1-70b", "h100", batch=B, context=1024, tp=n, registry=reg)
+    est = roofkit.decode("llama-3.1-70b", "h100", batch=B, context=1024, tp=n,
+                         basis="datasheet", registry=reg)
     row = next(r for r in est.rows if r.node == "ffn.all_reduce")
     message = B * hidden * 2
     t = 2 * (n - 1) / n * message / ic.bandwidth + 2 * (n - 1) * ic.latency

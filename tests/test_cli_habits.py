@@ -54,6 +54,29 @@ def test_an_ambiguous_alias_names_its_choice_and_the_others(capsys):
     json.loads(out)  # stdout stays pure JSON
 
 
+def test_an_ambiguous_alias_in_a_device_list_or_a_cluster_is_named_too():
+    from types import SimpleNamespace
+
+    def notes(**given):
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            common.announce_names(SimpleNamespace(spec_path=None, no_plugins=False,
+                                                  **given))
+        return err.getvalue()
+
+    # plan's --devices is one comma-separated string; train's cluster may be NxDEVICE
+    listed = notes(workload="llama-3.1-8b", devices="a100,h100-sxm")
+    assert "a100 -> a100-80gb (also: a100-40gb, a100-80gb-pcie)" in listed
+    assert "h100-sxm ->" not in listed
+    assert "a100 -> a100-80gb" in notes(workload="llama-3.1-8b", cluster="8xa100")
+    assert "h100 -> h100-sxm (also: h100-pcie)" in notes(workload="llama-3.1-8b",
+                                                        device="4xh100")
+    assert "->" not in notes(workload="llama-3.1-8b", cluster="8xa100-80gb")
+
+
 def test_an_exact_name_gets_no_note(capsys):
     code, _, err = run_cli(capsys, "solve", "llama-3.1-8b", "a100-80gb", "--json")
     assert code == 0 and "->" not in err

@@ -18,6 +18,10 @@ def _row(flops, nbytes, slot="bf16"):
 
 
 TABLE = {"dev": energy.EnergyConstants("dev", p_idle=100.0, e_byte=40e-12, sources={"x": "y"})}
+# busy board at 200 W, a 1e-12 J/B link, and a measured bf16 rate at the power limit
+BUSY = {"dev": energy.EnergyConstants("dev", p_idle=100.0, e_byte=40e-12, sources={"x": "y"},
+                                      p_static=200.0, e_link=1e-12,
+                                      flops_at_tdp={"bf16": 5e14})}
 
 
 def test_step_energy_is_idle_plus_flops_plus_bytes():
@@ -25,6 +29,24 @@ def test_step_energy_is_idle_plus_flops_plus_bytes():
     est = _estimate("dev", 0.01, [_row(1e12, 1e9), _row(2e12, 0.0)])
     want = 100.0 * 0.01 + 6e-13 * 3e12 + 40e-12 * 1e9  # 1 + 1.8 + 0.04 J
     assert energy.step_energy(est, TABLE) == pytest.approx(want)
+
+
+def test_step_energy_charges_static_power_link_bytes_and_the_measured_peak():
+    # e_flop = (700 - 200) W / 5e14 FLOP/s = 1e-12 J/FLOP (the measured rate, not the 1e15 peak)
+    est = _estimate("dev", 0.01, [_row(1e12, 1e9)])
+    est.rows[0].link_bytes = 2e9
+    want = 200.0 * 0.01 + 1e-12 * 1e12 + 40e-12 * 1e9 + 1e-12 * 2e9  # 2 + 1 + 0.04 + 0.002 J
+    assert energy.step_energy(est, BUSY) == pytest.approx(want)
+    assert BUSY["dev"].e_flop(700.0, 1e15, "fp8") == pytest.approx(5e-13)  # no fp8 rate given
+
+
+def test_steps_energy_adds_host_time_at_idle_power():
+    est = _estimate("dev", 0.01, [_row(0.0, 0.0)])
+    # 200 W x 0.01 s busy + 100 W x 0.5 s at rest
+    assert energy.steps_energy(est, 0.5, BUSY) == pytest.approx(2.0 + 50.0)
+    # without constants: the TDP model, 0.3 x 700 W on the host
+    other = _estimate("other", 0.01, [_row(0.0, 0.0)])
+    assert energy.steps_energy(other, 0.5, BUSY) == pytest.approx(-1.0 + 0.3 * 700.0 * 0.5)
 
 
 def test_step_energy_is_capped_at_tdp_times_time():
@@ -40,8 +62,16 @@ def test_device_without_constants_falls_back_to_the_tdp_model():
 
 def test_builtin_constants_have_sources():
     c = energy.constants("h100-sxm")
-    assert c is not None and c.p_idle == pytest.approx(80.3)
-    assert c.e_byte == pytest.approx(3.9 * 8e-12) and set(c.sources) == {"p_idle", "e_byte_hbm"}
+    assert c is not None and c.p_idle == pytest.approx(80.3) and c.p_busy == pytest.approx(105.4)
+    assert c.e_byte == pytest.approx((3.9 + 11.4) * 8e-12)  # HBM + on-chip, pJ/bit -> J/B
+    assert c.e_link == pytest.approx(1.3 * 8e-12)
+    assert c.flops_at_tdp["bf16"] == pytest.approx(794.5e12)
+    # (700 - 105.4) W / 794.5e12 FLOP/s = 0.748 pJ/FLOP
+    assert c.e_flop(700.0, 989.4e12, "bf16") == pytest.approx(594.6 / 794.5e12)
+    assert set(c.sources) == {"p_idle", "p_static", "e_byte_hbm", "e_byte_onchip",
+                              "e_byte_link", "flops_at_tdp"}
+    b = energy.constants("b200")  # no idle figure: p_idle takes p_static
+    assert b is not None and b.p_idle == b.p_busy == pytest.approx(2 * 105.4)
 
 
 def test_bad_table_names_the_file_and_key(tmp_path):
@@ -52,6 +82,21 @@ def test_bad_table_names_the_file_and_key(tmp_path):
     p.write_text('[dev]\np_idle = "80 W"\ne_byte_hbm = 3.9\n')
     with pytest.raises(SpecError, match="sources"):
         energy.load_table(p)
+    p.write_text('[dev]\np_idle = "80 W"\ne_byte_hbm = 3.9\ne_byte_onchip = 2.0\n'
+                 '[dev.sources]\np_idle = "x"\ne_byte_hbm = "y"\n')
+    with pytest.raises(SpecError, match=r"\[dev\.sources\] lacks \['e_byte_onchip'\]"):
+        energy.load_table(p)
+    p.write_text('[dev]\ne_byte_hbm = 3.9\n[dev.sources]\ne_byte_hbm = "y"\n')
+    with pytest.raises(SpecError, match="p_idle"):
+        energy.load_table(p)
+    p.write_text('[dev]\np_idle = "80 W"\ne_byte_hbm = 3.9\np_statc = "1 W"\n'
+                 '[dev.sources]\np_idle = "x"\ne_byte_hbm = "y"\n')
+    with pytest.raises(SpecError, match=r"unknown keys.*p_statc"):
+        energy.load_table(p)
+    p.write_text('[dev]\np_idle = "80 W"\ne_byte_hbm = 3.9\nflops_at_tdp = { bf16 = "5 W" }\n'
+                 '[dev.sources]\np_idle = "x"\ne_byte_hbm = "y"\nflops_at_tdp = "z"\n')
+    with pytest.raises(SpecError, match="flops_at_tdp"):
+        energy.load_table(p)
 
 
 def test_bad_case_names_the_missing_keys(tmp_path):
@@ -61,15 +106,16 @@ def test_bad_case_names_the_missing_keys(tmp_path):
 
 
 def test_published_energy_cases_median_errors():
-    # Out of sample: no constant was fitted to these cases. Both models under-predict every
-    # case (the DRAM-only byte energy misses on-chip data movement); the pins are what the
-    # models reach today, not the <= 15 % target.
+    # Out of sample: no constant was fitted to these cases. The pins are what the models
+    # reach today, not the <= 15 % target (docs/energy.md lists each miss and its cause).
     report = energy_cases.run()
-    assert len(report["rows"]) >= 5
-    assert all(r["per_op_error"] < 0.0 for r in report["rows"])
+    rows = report["rows"]
+    assert len(rows) >= 20
+    assert {r["case"].split("_")[0] for r in rows} >= {"alice", "mlenergy"}
     med = report["median_abs_error"]
-    assert med["per_op"] == pytest.approx(0.613, abs=0.02)
-    assert med["tdp"] == pytest.approx(0.440, abs=0.02)
+    assert med["per_op"] == pytest.approx(0.221, abs=0.02)
+    assert med["tdp"] == pytest.approx(0.558, abs=0.02)
+    assert med["per_op"] < med["tdp"]
 
 
 def test_validate_energy_cli_reports_both_models(capsys):
@@ -81,7 +127,7 @@ def test_validate_energy_cli_reports_both_models(capsys):
     assert code == 0
     d = json.loads(out)
     assert {r["case"] for r in d["rows"]} >= {"mlenergy_v3_llama31_8b_h100_bs64"}
-    assert d["median_abs_error"]["per_op"] > d["median_abs_error"]["tdp"]
+    assert d["median_abs_error"]["per_op"] < d["median_abs_error"]["tdp"]
 
 
 def test_serving_json_reports_the_per_op_energy_beside_the_tdp_energy():
@@ -90,7 +136,7 @@ def test_serving_json_reports_the_per_op_energy_beside_the_tdp_energy():
     d = s.serve("llama-3.1-8b", "h100-sxm", batch=8).to_dict()
     assert 0.0 < d["energy_measured_model_j"] != d["energy_j"]
     # a device without per-op constants: the TDP model answers for both keys
-    d = s.serve("llama-3.1-8b", "a100-80gb", batch=8).to_dict()
+    d = s.serve("llama-3.1-8b", "mi300x", batch=8).to_dict()
     assert d["energy_measured_model_j"] == d["energy_j"]
 
 
@@ -109,3 +155,48 @@ def test_energy_tables_refuse_nan_and_non_regular_files(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(SpecError, match=r"f\.toml"):
         load_table(fifo)
+
+
+def test_fit_power_recovers_static_power_and_per_byte_energy():
+    # P = 100 W + 50 pJ/B x BW + 2 pJ/FLOP x rate, exact on four rows
+    rows = [(bw, f, 100.0 + 50e-12 * bw + 2e-12 * f)
+            for bw, f in ((3e12, 1e12), (2e12, 30e12), (0.5e12, 40e12), (1e12, 5e12))]
+    p0, eb, ef = energy.fit_power(rows)
+    assert (p0, eb, ef) == pytest.approx((100.0, 50e-12, 2e-12))
+    with pytest.raises(ValueError, match="3 rows"):
+        energy.fit_power(rows[:2])
+
+
+def test_fit_power_on_quoted_h200_roofline_rows():
+    # three rows of te42kyfo/gpu-benches gpu-roofline/h200.txt (0.25, 16.25, 102.25 FLOP/B);
+    # solved exactly they give 90.4 W and 126.6 pJ/B, near the 55-row fit the table holds
+    # (105.4 W, 122.4 pJ/B = 15.3 pJ/bit = 3.9 DRAM + 11.4 on-chip)
+    rows = [(3759e9, 940e9, 572.0), (2204e9, 35812e9, 583.0), (415e9, 42442e9, 396.0)]
+    p0, eb, _ = energy.fit_power(rows)
+    assert p0 == pytest.approx(90.4, abs=0.1) and eb == pytest.approx(126.6e-12, rel=1e-3)
+    c = energy.constants("h200")
+    assert c.p_busy == pytest.approx(105.4) and c.e_byte == pytest.approx(122.4e-12, rel=1e-3)
+
+
+def test_energy_cases_split_the_miss_into_time_and_power(tmp_path):
+    import tomllib
+
+    from roofkit.paths import builtin_specs_dir
+
+    src = builtin_specs_dir() / "energy_cases" / "mlenergy_v3_llama318b_h100sxm_tp1_bs8.toml"
+    case = energy_cases.load_cases(src.parent)
+    case = next(c for c in case if c.name == src.stem)
+    data = tomllib.loads(src.read_text())
+    assert case.scope == "gpu" and case.measured_itl_ms == data["measured_itl_ms"]
+    row = energy_cases.run([case])["rows"][0]
+    p = energy_cases.predict(case)
+    # the split: predicted per-device power and ITL against the run's own
+    assert row["power_error"] == pytest.approx(p["power_w"] / case.measured_power_w - 1.0)
+    assert row["itl_error"] == pytest.approx(p["itl_ms"] / case.measured_itl_ms - 1.0)
+    bad = tmp_path / "c.toml"
+    bad.write_text(src.read_text().replace('scope = "gpu"', 'scope = "rack"'))
+    with pytest.raises(SpecError, match="scope 'rack'"):
+        energy_cases.load_cases(tmp_path)
+    bad.write_text(src.read_text().replace('scope = "gpu"', 'scope = "node"'))
+    with pytest.raises(SpecError, match="not scored yet"):
+        energy_cases.load_cases(tmp_path)

@@ -102,9 +102,9 @@ def test_cost_model_routes_decode_through_the_circuit(reg):
     p = Engine.solve("llama-3.1-8b", "h100", batch_size=32, seq_len=1024,
                      cost_model="roofline", registry=reg)
     est = roofkit.decode("llama-3.1-8b", "h100", batch=32, context=1024, precision="fp16",
-                         registry=reg)
+                         basis="datasheet", registry=reg)
     fit = roofkit.fits("llama-3.1-8b", "h100", seqs=32, context=1024, precision="fp16",
-                       registry=reg)
+                       basis="datasheet", registry=reg)
     overhead = 10e-6 + 32 * 10e-6
     assert p.latency_s == pytest.approx(est.time + overhead, rel=1e-12)
     assert p.latency >= max(p.latency_compute, p.latency_memory)

@@ -103,6 +103,76 @@ def test_bubble_is_p_minus_1_over_v_m(registry):
         assert e.breakdown["bubble"] / busy == pytest.approx((8 - 1) / (v * 32))
 
 
+def test_uneven_stages_run_at_the_slowest_stage(registry):
+    """With the embedding and head counted as layers, pp 8 over 80 layers puts
+    ceil(82 / 8) = 11 layers on a full stage and 10 plus the head on the last; the
+    micro-batch time is the slower, from a layer time t and a head time t_h solved from two
+    even layouts (pp 8: 10 t + t_h, pp 16: 5 t + t_h)."""
+    kw = dict(devices=16, tp=1, dp=1, seq_len=2048, global_batch=32, recompute="full",
+              registry=registry, basis="datasheet")
+
+    def t_mb(**k):
+        e = train("llama-3.1-70b", "dgx-h100", **{**kw, **k})
+        return e.breakdown["compute"] / e.layout.micro_batches
+
+    a = t_mb(pp=8, devices=8)
+    b = t_mb(pp=16)
+    t = (a - b) / 5
+    head = b - 5 * t
+    assert t_mb(pp=8, devices=8, uneven_stages=True) == pytest.approx(max(11 * t, 10 * t + head))
+    assert t_mb(pp=6, devices=6, uneven_stages=True) == pytest.approx(max(14 * t, 13 * t + head))
+    with pytest.raises(LayoutError, match="uneven stages need vpp = 1"):
+        train("llama-3.1-70b", "dgx-h100", pp=6, vpp=2, devices=6, seq_len=2048,
+              uneven_stages=True, registry=registry)
+
+
+def test_deepspeed_stage_boundaries_send_the_whole_tensor(registry):
+    """Without sequence parallelism each TP rank sends T h bf16 bytes per boundary when the
+    engine does not scatter (DeepSpeed), T h / tp with Megatron-LM's scatter/gather."""
+    from roofkit.fleet.collectives import Group, collective_time, topology
+
+    kw = dict(devices=32, tp=8, pp=4, seq_len=2048, global_batch=16,
+              sequence_parallel=False, registry=registry)
+    scatter = train("llama-3.1-70b", "dgx-h100", **kw)
+    whole = train("llama-3.1-70b", "dgx-h100", pp_scatter=False, **kw)
+    cl = registry.cluster("dgx-h100")
+    topo = topology(cl, "calibrated", registry)
+    act = 2048 * 8192 * 2.0
+    per_domain = scatter.placement["pp"]["per_domain"]
+    sends = 2 * (16 + 4 - 1)  # forward and backward, per micro-batch plus the fill
+
+    def p2p(msg):
+        return sends * collective_time("p2p", msg, Group.of(4, per_domain), topo, registry)
+
+    assert scatter.breakdown["pp"] == pytest.approx(p2p(act / 8))
+    assert whole.breakdown["pp"] == pytest.approx(p2p(act))
+
+
+def test_optimizer_step_moves_44_bytes_per_parameter(registry):
+    """Main-gradient copy 6, clipping norm 4, Adam 28, weight copy 6 bytes per trainable
+    parameter at the memory bandwidth; fp16 loss scaling adds the unscale pass (8)."""
+    from roofkit.circuit.roofline import device_roofline
+
+    bw = device_roofline(registry.device("a100-80gb"), "datasheet", registry).bandwidth
+    for precision, per_param in (("bf16", 44.0), ("fp16", 52.0)):
+        e = train("llama-3.1-8b", "1xa100-80gb", seq_len=2048, precision=precision,
+                  basis="datasheet", registry=registry)
+        params = e.memory_parts["weights"] / 2
+        assert e.breakdown["optimizer"] == pytest.approx(per_param * params / bw)
+
+
+def test_fp32_accumulation_adds_10_bytes_per_parameter_per_micro_batch(registry):
+    from roofkit.circuit.roofline import device_roofline
+
+    bw = device_roofline(registry.device("a100-80gb"), "datasheet", registry).bandwidth
+    kw = dict(seq_len=2048, global_batch=4, basis="datasheet", registry=registry)
+    plain = train("llama-3.1-8b", "1xa100-80gb", **kw)
+    fp32 = train("llama-3.1-8b", "1xa100-80gb", fp32_accumulation=True, **kw)
+    params = plain.memory_parts["weights"] / 2
+    assert fp32.breakdown["compute"] - plain.breakdown["compute"] == pytest.approx(
+        4 * 10 * params / bw)
+
+
 def test_lora_freezes_the_base(registry):
     full = train("llama-3.1-8b", "1xh100", seq_len=2048, registry=registry)
     lora = train("llama-3.1-8b", "1xh100", seq_len=2048, lora=16, registry=registry)

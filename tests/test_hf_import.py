@@ -66,6 +66,8 @@ PUBLISHED = [
      "total parameters"),
     ("gpt-oss-20b", 21e9, "total", "https://huggingface.co/openai/gpt-oss-20b: 21B "
      "parameters"),
+    ("mamba2-2.7b", 2.7e9, "total", "Mamba-2 paper (arXiv 2405.21060): the Mamba-2 2.7B "
+     "model (https://huggingface.co/state-spaces/mamba2-2.7b)"),
 ]
 
 # imported folders whose dims are the catalogue workload's: the same circuit, the same count
@@ -75,6 +77,7 @@ SAME_AS_CATALOGUE = [
     ("qwen3-30b-a3b", "qwen3-30b-a3b"), ("qwen3-235b-a22b", "qwen3-235b-a22b"),
     ("qwen3-next-80b-a3b", "qwen3-next-80b-a3b"), ("deepseek-v3", "deepseek-v3"),
     ("gpt-oss-20b", "gpt-oss-20b"), ("mamba-2.8b-hf", "mamba-2.8b"),
+    ("mamba2-2.7b", "mamba2-2.7b"),
 ]
 
 
@@ -83,11 +86,18 @@ def _config(folder: str) -> dict:
 
 
 def test_at_least_fifteen_models_of_the_mapped_families_are_tested():
-    families = {_config(f)["model_type"] for f, *_ in PUBLISHED}
+    from roofkit.importers.hf_arch import model_type_of
+
+    families = {model_type_of(_config(f), f) for f, *_ in PUBLISHED}
     assert len(PUBLISHED) >= 15
     assert {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "mixtral",
             "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "qwen3_next",
-            "gpt2", "gptj", "bert"} <= families
+            "gpt2", "gptj", "bert", "mamba2"} <= families
+    # Falcon-7B's and Mamba-2.8B's only published counts are the rounded sizes of their
+    # names ("7B", "2.8B"), 1.1 % from the shapes' count: their real configs are checked
+    # against the module shapes (falcon) and the catalogue workload (mamba) instead
+    assert model_type_of(_config("falcon-7b-instruct"), "falcon-7b-instruct") == "falcon"
+    assert model_type_of(_config("mamba-2.8b-hf"), "mamba-2.8b-hf") == "mamba"
 
 
 @pytest.mark.parametrize(("folder", "published", "which", "cite"), PUBLISHED,
@@ -399,6 +409,18 @@ def test_falcon_7b_multi_query_shares_one_kv_head(registry):
     # 18176, two LayerNorms (weight and bias) of 4544; tied 65024 x 4544 embedding, final norm
     layer = 4544 * 73 * 64 + 4544**2 + 2 * 4544 * 18176 + 2 * 2 * 4544
     assert workload_stats(w, registry).params == 32 * layer + 65024 * 4544 + 2 * 4544
+
+
+def test_the_real_falcon_7b_config_is_multi_query_with_the_module_shapes(registry):
+    # tiiuae/falcon-7b-instruct's config (the architecture of falcon-7b): multi_query wins
+    # over the num_kv_heads FalconConfig fills in; the count is the modules' shapes
+    # (transformers modeling_falcon.py), which the card rounds to "7B" (1.1 % above)
+    w = workload_from_hf(HF / "falcon-7b-instruct", registry=registry)
+    assert (w.dims["kv_heads"], w.dims["head_dim"], w.dims["ffn"]) == (1, 64, 4 * 4544)
+    layer = 4544 * 73 * 64 + 4544**2 + 2 * 4544 * 18176 + 2 * 2 * 4544
+    params = workload_stats(w, registry).params
+    assert params == 32 * layer + 65024 * 4544 + 2 * 4544
+    assert params == pytest.approx(7e9, rel=0.015)
 
 
 def test_falcon_alibi_is_refused(registry):

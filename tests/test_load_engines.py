@@ -55,3 +55,11 @@ def test_host_time_beyond_the_measured_range_is_reported():
     r = roofkit.simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, input_len=64,
                          output_len=8, engine="vllm-v0")
     assert any("beyond its measured range" in n and "8..64" in n for n in r.notes)
+    assert r.outside_profile_range and r.to_dict()["outside_profile_range"]
+
+
+def test_host_time_inside_the_measured_range_is_not_flagged():
+    r = roofkit.simulate("llama-3.1-8b", "h100", concurrency=8, requests=8, input_len=64,
+                         output_len=8, engine="vllm-v0")
+    assert not any("beyond its measured range" in n for n in r.notes)
+    assert not r.outside_profile_range

@@ -19,23 +19,37 @@ def report():
 def test_load_cases_are_predicted(report, registry):
     assert len(report.cases) >= 30
     assert {c.name for c in report.cases} == set(registry.catalogues["load_cases"])
-    assert all(c.scored and c.predicted["calibrated"] > 0 for c in report.cases)
+    assert all(c.predicted["calibrated"] > 0 for c in report.cases)
+    # every case is scored but the saturated rows that declare why not
+    assert all(c.scored or c.reason.startswith("a saturated row") for c in report.cases)
+    assert sum(c.scored for c in report.cases) >= 30
+    origins = {c.origin for c in report.cases}
+    assert len(origins) >= 2  # not one source
 
 
 @pytest.mark.slow
 def test_tpot_errors_do_not_rise_above_the_values_reached(report):
-    # reached on the calibrated basis over the 24 TPOT cases: median 11.1 %, max 46.6 %
-    # (target: median <= 15 %, max <= 40 %)
-    assert report.median("calibrated", "tpot") <= 0.115
-    assert report.max("calibrated", "tpot") <= 0.47
+    # reached on the calibrated basis over the 24 TPOT cases: median 8.3 %, max 18.3 %
+    # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache)
+    assert report.median("calibrated", "tpot") <= 0.085
+    assert report.max("calibrated", "tpot") <= 0.185
 
 
 @pytest.mark.slow
 def test_ttft_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 24 TTFT cases: median 64.4 %, max 935 % (targets 15 % / 40 % missed:
-    # the TTFT under load depends on scheduler settings the NIM page does not give)
-    assert report.median("calibrated", "ttft") <= 0.65
-    assert report.max("calibrated", "ttft") <= 9.4
+    # reached over the 29 TTFT cases (24 NIM, 5 vLLM on an RTX 4090): median 57.6 %, max 209 %
+    # (targets 15 % / 40 % missed: a closed loop of fixed lengths stays in lock step in the
+    # simulator, docs/load.md#accuracy-the-mechanisms)
+    assert report.median("calibrated", "ttft") <= 0.58
+    assert report.max("calibrated", "ttft") <= 2.1
+
+
+@pytest.mark.slow
+def test_throughput_errors_do_not_rise_above_the_values_reached(report):
+    # reached over the 5 output-tokens/s cases (vLLM, Mistral-7B, RTX 4090): median 34.8 %,
+    # max 41.3 %, all too fast (the RTX 4090 has no calibration: its datasheet bandwidth)
+    assert report.median("calibrated", "throughput") <= 0.35
+    assert report.max("calibrated", "throughput") <= 0.42
 
 
 def test_a_case_needs_one_request_pattern(tmp_path):

@@ -27,6 +27,7 @@ RESULTS = {
                                        registry=r),
     "prefill": lambda r: roofkit.prefill("llama-3.1-8b", "h100", tokens=1024, registry=r),
     "fit": lambda r: roofkit.fits("llama-3.1-8b", "h100", seqs=32, context=2048, registry=r),
+    "footprint": lambda r: roofkit.footprint("llama-3.1-8b", "h100", registry=r),
     "serve": lambda r: roofkit.serve("llama-3.1-8b", "h100", batch=32, input_len=128,
                                      output_len=16, registry=r),
     "validation report": lambda r: validation.run(registry=r, cases=_cases(r)),
@@ -116,7 +117,7 @@ def test_decode_frame_has_a_row_per_node_summing_to_the_step(registry):
 
 def test_sweep_table_follows_the_convention(registry):
     table = roofkit.sweep("llama-3.1-8b", ["h100", "b200"], ["fp8"], batch_sizes=[1, 8, 64],
-                          contexts=[2048], mode="decode", registry=registry)
+                          contexts=[2048], mode="decode", basis="datasheet", registry=registry)
     assert isinstance(table, Result)
     q = table.q.itl
     assert np.allclose(q.to("s").magnitude, table["itl_ms"] / 1e3)
@@ -160,3 +161,65 @@ def test_training_and_load_results_follow_the_convention(later_result):
     assert "table" in parser.tags and len(text) < 6000
     assert later_result.plugins and later_result.basis
     assert len(later_result.to_pandas()) >= 1
+
+
+def _small_plan(r):
+    return roofkit.plan("llama-3.2-1b", ["h100"], input_len=64, output_len=16,
+                        slo="ttft_p90=2s", verify=1, max_devices=2, registry=r)
+
+
+def _small_search(r):
+    from roofkit.fleet.search import search_layouts
+
+    return search_layouts("llama-3.2-1b", "8xh100", global_batch=16, seq_len=1024, top=2,
+                          registry=r)
+
+
+def _fleet_serve(r):
+    from roofkit.fleet.serving import serve_fleet
+
+    return serve_fleet("llama-3.1-8b", "8xh100", tp=2, pp=2, registry=r)
+
+
+def _load_report(r):
+    from roofkit.load import validation as load_validation
+
+    cases = [r.catalogues["load_cases"][k] for k in sorted(r.catalogues["load_cases"])[:2]]
+    return load_validation.run(registry=r, cases=cases, loso=False)
+
+
+def _training_report(r):
+    from roofkit.fleet import validation as training_validation
+
+    cat = r.catalogues["training"]
+    return training_validation.run(registry=r, cases=[cat[k] for k in sorted(cat)[:2]])
+
+
+NOTEBOOK = {"plan": _small_plan, "layout search": _small_search, "fleet serve": _fleet_serve,
+            "load report": _load_report, "training report": _training_report}
+
+
+@pytest.mark.parametrize("kind", sorted(NOTEBOOK))
+def test_every_other_result_renders_as_a_small_table_and_a_frame(registry, kind):
+    result = NOTEBOOK[kind](registry)
+    text = result._repr_html_()
+    parser = _Cells()
+    parser.feed(text)
+    assert "table" in parser.tags and "tr" in parser.tags and len(text) < 6000
+    assert len(result.to_pandas()) >= 1
+    shown = repr(result)
+    assert len(shown.splitlines()) < 15 and len(shown) < 1500
+
+
+def test_the_subpackages_the_readme_names_work_after_a_plain_import():
+    # roofkit.serving.validate() and roofkit.fleet.validation.run() in the README's table:
+    # in a fresh interpreter `import roofkit` alone must reach them
+    import subprocess
+    import sys
+
+    code = ("import roofkit; roofkit.serving.validate; roofkit.fleet.validation.run; "
+            "roofkit.load.validation.run\n"
+            "try:\n    roofkit.no_such_thing\nexcept AttributeError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "no attribute 'no_such_thing'" in out.stdout

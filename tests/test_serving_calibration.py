@@ -18,6 +18,32 @@ def test_engine_step_time_sums_components_and_interpolates_in_batch(registry):
     assert engine_step_time(vllm, 4) == pytest.approx((at8 - (at16 - at8) / 2) * 1e-3)
 
 
+def test_engine_step_time_is_held_at_the_largest_measured_batch(registry):
+    """Above batch 64 (vidur's last row) the step time stays at its batch-64 value: a linear
+    extension would reach 0.35 s a step at batch 3,200."""
+    vllm = host_calibration(registry)["engines"]["vllm"]
+    at64 = 0.95218 + 1.16300 + 1.37026 + 4.10826 + 0.05497      # ms, vidur medians, batch 64
+    assert engine_step_time(vllm, 64) == pytest.approx(at64 * 1e-3)
+    assert engine_step_time(vllm, 3200) == pytest.approx(at64 * 1e-3)
+
+
+def test_a_serve_batch_outside_the_engine_profile_range_says_so(registry):
+    from roofkit.serving import estimate
+
+    inside = estimate("llama-3.1-8b", "h100", batch=32, input_len=128, output_len=8,
+                      engine="vllm", registry=registry)
+    outside = estimate("llama-3.1-8b", "h100", batch=512, input_len=128, output_len=8,
+                       engine="vllm", registry=registry)
+    assert not inside.outside_profile_range
+    assert outside.outside_profile_range and outside.to_dict()["outside_profile_range"]
+    assert any("outside its measured batch range" in n and "8..64" in n
+               for n in outside.notes)
+    at64 = host_calibration(registry)["engines"]["vllm"]
+    assert outside.decode_host.dispatch == pytest.approx(engine_step_time(at64, 64))
+    iv_in, iv_out = inside.intervals()["itl_ms"], outside.intervals()["itl_ms"]
+    assert "range=inside" in iv_in.stratum and "range=outside" in iv_out.stratum
+
+
 def test_every_measurement_cites_a_url(registry):
     for cal in registry.catalogues["calibration"].values():
         for path, m in cal.measurements():

@@ -32,7 +32,8 @@ def _check(table, registry, mode, precisions, kv, inner, tps=(1,)):
         prec = precisions[(i // inner // len(tps)) % len(precisions)]
         tp = row["tp"]
         assert tp == tps[(i // inner) % len(tps)]
-        kw = dict(precision=prec, kv_cache_dtype=kv, registry=registry, tp=tp)
+        kw = dict(precision=prec, kv_cache_dtype=kv, registry=registry, tp=tp,
+                  basis="datasheet")
         b, c = row["batch_size"], row["context"]
         if row["reason"].startswith(f"tp={tp} refused"):
             assert tp > 1 and not row["feasible"] and np.isnan(row["latency_ms"])
@@ -59,7 +60,7 @@ def _check(table, registry, mode, precisions, kv, inner, tps=(1,)):
         assert _close(row["kv_bytes"], fit.kv_bytes + fit.state_bytes)
         assert row["reason"].startswith("fits") == fit.fits
         plan = roofkit.circuit.api.plan(row["workload"], row["device"], mode, prec, kv,
-                                        registry=registry, tp=tp)
+                                        registry=registry, tp=tp, basis="datasheet")
         assert row["fell_back"] == bool(plan.fallbacks)
         assert row["basis"] == "datasheet" and est.basis.startswith("datasheet ceiling")
         assert set(row["compute_slot"].split("+")) <= {r.slot for r in est.rows}
@@ -80,7 +81,7 @@ grid = dict(
 def test_decode_rows_equal_the_scalar_decode(registry, workload, devices, precisions, batches,
                                              kv, tps, contexts):
     t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts, mode="decode",
-                      kv_cache_dtype=kv, tp=tps, registry=registry)
+                      kv_cache_dtype=kv, tp=tps, basis="datasheet", registry=registry)
     assert len(t) == len(devices) * len(precisions) * len(tps) * len(batches) * len(contexts)
     _check(t, registry, "decode", precisions, kv, len(batches) * len(contexts), tps)
 
@@ -90,7 +91,8 @@ def test_decode_rows_equal_the_scalar_decode(registry, workload, devices, precis
 def test_prefill_rows_equal_the_scalar_prefill(registry, workload, devices, precisions,
                                                batches, kv, tps, contexts):
     t = roofkit.sweep(workload, devices, precisions, batches, contexts=contexts,
-                      mode="prefill", kv_cache_dtype=kv, tp=tps, registry=registry)
+                      mode="prefill", kv_cache_dtype=kv, tp=tps, basis="datasheet",
+                      registry=registry)
     _check(t, registry, "prefill", precisions, kv, len(batches) * len(contexts), tps)
 
 
@@ -115,16 +117,16 @@ def test_calibrated_decode_rows_equal_the_scalar_decode(registry, workload, batc
 @pytest.mark.parametrize("mode", ["decode", "prefill"])
 def test_every_row_names_its_basis_compute_slot_and_fallback(registry, mode):
     t = roofkit.sweep("llama-3.1-8b", ["a100-80gb", "h100", "l4"], ["fp8", "bf16"], [1, 8],
-                      contexts=[128], mode=mode, registry=registry)
+                      contexts=[128], mode=mode, basis="datasheet", registry=registry)
     rows = {(r["device"], r["precision"]): r for r in t}
     # fp8 on an A100 (no fp8 peak) runs at the fp16 peak of its fallback chain: flagged
     a100 = rows[("a100-80gb", "fp8")]
     assert a100["fell_back"] and a100["compute_slot"].split("+")[0] == "fp16"
     assert "fp8" not in a100["compute_slot"]
     est = (roofkit.decode("llama-3.1-8b", "a100-80gb", precision="fp8", context=128,
-                          registry=registry) if mode == "decode" else
+                          basis="datasheet", registry=registry) if mode == "decode" else
            roofkit.prefill("llama-3.1-8b", "a100-80gb", precision="fp8", tokens=128,
-                           registry=registry))
+                           basis="datasheet", registry=registry))
     assert "no fp8 peak; runs at the fp16 peak" in est.basis
     h100 = rows[("h100-sxm", "fp8")]
     assert not h100["fell_back"] and h100["compute_slot"].split("+")[0] == "fp8"
@@ -154,9 +156,9 @@ def test_prefill_head_adds_the_embedding_and_lm_head_as_the_scalar_prefill(regis
 
 
 def test_the_calibrated_basis_says_where_a_device_has_no_calibration(registry):
-    t = roofkit.sweep("llama-3.1-8b", ["h100", "l4"], ["fp8"], [1], contexts=[128],
+    t = roofkit.sweep("llama-3.1-8b", ["h100", "m3-max"], ["fp16"], [1], contexts=[128],
                       mode="decode", basis="calibrated", registry=registry)
-    assert t["basis"].tolist() == ["calibrated", "datasheet (no calibration)"]
+    assert t["basis"].tolist() == ["calibrated", "datasheet only (no calibration)"]
 
 
 def test_tensor_parallelism_splits_the_step_and_the_memory(registry):

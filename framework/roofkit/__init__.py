@@ -6,6 +6,7 @@ The top package stays light: heavy pieces (pint, numpy, solvers) load on first u
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from .errors import ArgumentError, OOMError, PluginError, RoofkitError, SpecError, UnknownNameError
 from .hookspecs import hookimpl, hookspec
@@ -54,6 +55,10 @@ __all__ = [
 def __getattr__(name: str):
     target = _LAZY.get(name)
     if target is None:
+        # a subpackage the README names (roofkit.serving.validate(), roofkit.fleet...)
+        # works after a plain ``import roofkit``, as after ``import roofkit.serving``
+        if not name.startswith("_") and importlib.util.find_spec(f"roofkit.{name}"):
+            return importlib.import_module(f"roofkit.{name}")
         raise AttributeError(f"module 'roofkit' has no attribute {name!r}")
     mod, attr = target.split(":")
     value = getattr(importlib.import_module(mod), attr)

@@ -3,6 +3,10 @@ predicted by the per-op model (:mod:`roofkit.energy`) and by the Engine referenc
 
 ``error = predicted / measured - 1``; ``j_per_token = E / (batch * output_len)``,
 ``power_w = E / (e2e * tp)``, where ``E`` is the serving estimate's energy on its ``engine``.
+A case says what its meter saw (``scope``: ``gpu`` boards only, or ``node`` at the wall) and
+may give the run's measured median ITL and per-device average power beside its metric; the
+report then splits the miss into its time part and its power part (``itl_error``,
+``power_error``, per-op model).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from .paths import builtin_specs_dir
 __all__ = ["EnergyCase", "load_cases", "predict", "run"]
 
 METRICS = ("j_per_token", "power_w")
+SCOPES = ("gpu", "node")
+_OPTIONAL = ("engine", "tp", "scope", "measured_itl_ms", "measured_power_w")
 _KEYS = ("name", "workload", "device", "batch", "input_len", "output_len", "metric",
          "measured", "url", "quote")
 
@@ -39,6 +45,9 @@ class EnergyCase:
     quote: str
     engine: str | None = None
     tp: int = 1
+    scope: str = "gpu"  # what the meter saw: the GPU boards only, or the node at the wall
+    measured_itl_ms: float | None = None  # the run's median inter-token latency
+    measured_power_w: float | None = None  # the run's average power per device
 
 
 def load_cases(folder: Path | None = None) -> list[EnergyCase]:
@@ -58,9 +67,21 @@ def load_cases(folder: Path | None = None) -> list[EnergyCase]:
             raise SpecError(f"{path}: metric {data['metric']!r} is not one of {METRICS}")
         if not 0.0 < float(data["measured"]) < 1e12:  # NaN and inf fail too
             raise SpecError(f"{path}: measured must be a finite number > 0")
-        unknown = set(data) - set(_KEYS) - {"engine", "tp"}
+        unknown = set(data) - set(_KEYS) - set(_OPTIONAL)
         if unknown:
-            raise SpecError(f"{path}: unknown keys {sorted(unknown)}")
+            raise SpecError(f"{path}: unknown keys {sorted(unknown)}; known: "
+                            f"{sorted(_KEYS + _OPTIONAL)}")
+        if data.get("scope", "gpu") not in SCOPES:
+            raise SpecError(f"{path}: scope {data['scope']!r} is not one of {SCOPES}")
+        if data.get("scope") == "node":
+            raise SpecError(f"{path}: scope 'node' (metered at the wall) is not scored yet: "
+                            "the serving path predicts GPU boards only; give a GPU-metered "
+                            "figure (scope = \"gpu\")")
+        if data["metric"] == "power_w" and "measured_power_w" in data:
+            raise SpecError(f"{path}: measured_power_w repeats a power_w metric; drop it")
+        for key in ("measured_itl_ms", "measured_power_w"):
+            if key in data and not 0.0 < float(data[key]) < 1e12:
+                raise SpecError(f"{path}: {key} must be a finite number > 0")
         cases.append(EnergyCase(**data))
     return cases
 
@@ -71,19 +92,31 @@ def predict(case: EnergyCase, registry=None) -> dict:
 
     est = serve(case.workload, case.device, batch=case.batch, input_len=case.input_len,
                 output_len=case.output_len, tp=case.tp, engine=case.engine, registry=registry)
+    e = energy.serving_energy(est)
     per = case.batch * case.output_len if case.metric == "j_per_token" else est.e2e * case.tp
-    return {"per_op": energy.serving_energy(est) / per, "tdp": est.energy / per,
-            "model": energy.model_name(case.device)}
+    return {"per_op": e / per, "tdp": est.energy / per, "model": energy.model_name(case.device),
+            "itl_ms": float(est.itl_ms), "power_w": e / (est.e2e * case.tp)}
 
 
 def run(cases=None, registry=None) -> dict:
-    """Rows per case and the median absolute error of each model."""
+    """Rows per case and the median absolute error of each model (``per_op``, ``tdp``), and of
+    the per-op miss's time and power parts (``itl``, ``power``) where cases measured them."""
     rows = []
     for case in load_cases() if cases is None else cases:
         p = predict(case, registry)
-        rows.append({"case": case.name, "metric": case.metric, "measured": case.measured,
-                     "per_op": p["per_op"], "tdp": p["tdp"], "model": p["model"],
-                     "per_op_error": p["per_op"] / case.measured - 1.0,
-                     "tdp_error": p["tdp"] / case.measured - 1.0})
+        row = {"case": case.name, "device": case.device, "scope": case.scope,
+               "metric": case.metric, "measured": case.measured,
+               "per_op": p["per_op"], "tdp": p["tdp"], "model": p["model"],
+               "per_op_error": p["per_op"] / case.measured - 1.0,
+               "tdp_error": p["tdp"] / case.measured - 1.0,
+               "itl_error": None, "power_error": None}
+        if case.measured_itl_ms is not None:
+            row["itl_error"] = p["itl_ms"] / case.measured_itl_ms - 1.0
+        if case.measured_power_w is not None:
+            row["power_error"] = p["power_w"] / case.measured_power_w - 1.0
+        rows.append(row)
     med = {m: statistics.median(abs(r[f"{m}_error"]) for r in rows) for m in ("per_op", "tdp")}
+    for part in ("itl", "power"):  # the per-op miss split, over the cases that measured it
+        vals = [abs(r[f"{part}_error"]) for r in rows if r[f"{part}_error"] is not None]
+        med[part] = statistics.median(vals) if vals else None
     return {"rows": rows, "median_abs_error": med}

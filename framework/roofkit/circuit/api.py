@@ -10,7 +10,9 @@ returns a result with per-node rows, totals and the basis of its numbers::
 Settings (keyword arguments): ``kv_cache_dtype`` (bf16, fp8...), ``ssm_h_dtype`` (f32,
 f16, f16-pool, bf16: the GatedDeltaNet state), ``formats={"experts": "nvfp4",
 "activations": "fp8"}`` (see :mod:`roofkit.circuit.formats`; a role the circuit lacks is
-refused), ``basis`` ("datasheet" or "calibrated"), ``draft`` (count a draft/MTP section's
+refused), ``basis`` ("datasheet", "calibrated" or "auto", the default: calibrated where
+the device has a calibration in ``specs/calibration/``, else datasheet; the result records
+the basis chosen), ``draft`` (count a draft/MTP section's
 weights in the memory check; default True) and ``conv_windows`` (count the conv1d windows
 of recurrent layers in the memory check; default False, as the reference). ``cost_model``
 defaults by basis: ``roofline`` (max of compute and memory) on the datasheet basis,
@@ -59,7 +61,8 @@ from .results import Estimate, Fit, Footprint, NodeCost
 from .roofline import AUTO, device_roofline, resolve_basis
 
 #: keyword settings every estimate accepts besides its named parameters
-SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows")
+SETTINGS = ("ssm_h_dtype", "formats", "basis", "draft", "conv_windows", "engine",
+            "engine_version")
 
 #: the named parameters of each public call (for the message on an unknown keyword)
 _NAMED = {
@@ -100,11 +103,16 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
         raise ArgumentError(f"formats must map roles to formats, e.g. {{'experts': 'nvfp4', "
                             f"'activations': 'fp8'}}, got {shown(fmts, 80)}; one format for "
                             "everything is precision=")
+    for name in ("engine", "engine_version"):
+        v = settings.get(name)
+        if v is not None and not isinstance(v, str):
+            raise ArgumentError(f"{name} must be a name such as 'tensorrt-llm' or a version "
+                                f"such as '0.6.1', got {shown(v, 80)} ({type(v).__name__})")
     ssm = settings.get("ssm_h_dtype")
     if ssm is not None and not isinstance(ssm, str):
         raise ArgumentError(f"ssm_h_dtype must be a format name such as 'f32', got "
                             f"{shown(ssm, 80)} ({type(ssm).__name__})")
-    basis = settings.get("basis", "datasheet")
+    basis = settings.get("basis", AUTO)
     if not isinstance(basis, str) or (basis not in DEFAULT_COST_MODELS and basis != AUTO):
         raise ArgumentError(f"basis must be one of {', '.join(DEFAULT_COST_MODELS)} or "
                             f"{AUTO!r} (calibrated where the device has a calibration, else "
@@ -112,10 +120,13 @@ def _check_settings(settings: dict, allowed=SETTINGS, call: str = "decode",
 
 
 def _auto_basis(reg, device, settings: dict) -> dict:
-    """``basis="auto"``: the device's default basis (calibrated where it has a calibration,
-    else datasheet), written into the settings the result shows."""
-    if settings.get("basis") != AUTO or device is None:
+    """``basis="auto"`` (the default when none is given): the device's default basis
+    (calibrated where it has a calibration, else datasheet), written into the settings the
+    result shows. Without a device there is no roofline and the basis stays unset."""
+    if settings.get("basis", AUTO) != AUTO:
         return settings
+    if device is None:
+        return {k: v for k, v in settings.items() if k != "basis"}
     return {**settings, "basis": resolve_basis(AUTO, device, reg)}
 
 
@@ -182,7 +193,8 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
            getattr(precision, "name", precision), kv_cache_dtype, settings.get("ssm_h_dtype"),
            tuple(sorted(fmts.items())) if fmts else None, basis,
            getattr(cost_model, "name", cost_model), tp, bool(settings.get("draft", True)),
-           bool(settings.get("conv_windows", False)))
+           bool(settings.get("conv_windows", False)), settings.get("engine"),
+           settings.get("engine_version"))
     hit = reg._memo.get(key)
     if hit is not None and (isinstance(workload, str) or hit[0] is workload) and \
             (isinstance(device, str) or hit[1] is device):
@@ -200,7 +212,10 @@ def _plan(reg, workload, device, mode, precision, kv_cache_dtype, cost_model, se
     roof = device_roofline(d, basis, reg)
     cm = reg.cost_model(cost_model)
     origin = reg._tables["cost_models"].get(cm.name.lower(), ("",))[0]
-    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin)
+    from .kernels import resolve as _kernels
+
+    kernels = _kernels(reg, settings.get("engine"), settings.get("engine_version"), d, w)
+    plan = build_plan(model, roof, cm, mode, sections=sections, origin=origin, kernels=kernels)
     plan = attrs.evolve(plan, provider=origin)
     fp = _footprint(reg, model, d, basis, settings)
     out = (plan, fp, d)
@@ -279,10 +294,14 @@ def _estimate(plan, fp, device, mode, rows, context, seqs, head_rows, batch, tok
              **{k: v for k, v in settings.items()}}
     mem = device.memory
     tdp = float(device.power.tdp or 0.0) if device.power is not None else 0.0
+    from .kernels import outside as _outside
+
+    beyond = _outside(plan.kernel_ranges, rows)
     return Estimate(mode=mode, workload=model.workload.name, device=plan.roofline.device,
                     cost_model=plan.cost_model.name, basis=plan.basis,
                     measured=plan.roofline.measured, rows=tuple(node_rows), batch=batch,
-                    context=context, tokens=tokens, notes=tuple(plan.notes), settings=shown,
+                    context=context, tokens=tokens, notes=(*plan.notes, *beyond),
+                    settings=shown, outside_profile_range=bool(beyond),
                     tp=model.tp, footprint=fp, memory_seqs=mem_seqs,
                     memory_context=mem_context, usable_memory=mem.capacity *
                     mem.usable_fraction, capacity=mem.capacity,
@@ -415,7 +434,8 @@ def _footprint(reg, model, d, basis, settings) -> Footprint:
                      basis="" if roof is None else roof.basis, kv_terms=tuple(kv_terms),
                      tp=model.tp, conv_state_per_seq=conv_state, count_conv=bool(conv),
                      weight_floor_all_sections=full, state_by_op=state_by_op,
-                     weight_floor_all_sections_time=None if bw is None else full / bw)
+                     weight_floor_all_sections_time=None if bw is None else full / bw,
+                     plugins=tuple(reg.plugin_set))
 
 
 def weight_floor_bytes(model, sections=("main",)) -> float:

@@ -71,6 +71,9 @@ class NodePlan:
     precision: str  # the format the node computes at ("" for vector ops)
     timer: object = None  # the cost model's bound time(flops, bytes, gemms), or None
     link: bool = False  # a collective: its link terms are costed on the interconnect
+    kernel: str = ""  # the engine kernel that covers the node ("" : the roofline's)
+    bandwidth: float = 0.0  # the kernel's memory bandwidth (0: the roofline's)
+    kv_factor: float = 1.0  # reads of the KV cache per KV head (the kernel's re-reads)
 
 
 @attrs.frozen(eq=False)
@@ -86,6 +89,9 @@ class Plan:
     fallbacks: tuple[str, ...] = ()  # precisions run at a fallback slot, for the basis
     rings: tuple = ()  # the link's ring models at the model's tp (collectives only)
     provider: str = ""  # the plugin that registered the cost model (named in its errors)
+    #: the engine kernels the plan uses: (name, smallest, largest measured GEMM rows), a
+    #: kernel without a measured range left out
+    kernel_ranges: tuple = ()
 
     @property
     def kernels(self) -> int:
@@ -171,6 +177,8 @@ class Plan:
             fn = p.vector if vec else p.scalar
             r = head_rows if (head_rows is not None and p.node.section == "head") else rows
             v = fn(r, context, seqs)
+            if p.kv_factor != 1.0:  # the kernel reads the KV cache once per query head
+                v = (v[0], v[1], v[2], v[3] * p.kv_factor, *v[4:])
             flops = v[0]
             nbytes = v[1] + v[2] + v[3] + v[4] + v[5] + v[6]
             if p.timer is None:
@@ -179,14 +187,15 @@ class Plan:
             else:
                 t, t_cmp = p.timer(flops, nbytes, v[7])
             c = p.count
+            bwn = p.bandwidth or bw
             if p.link:
                 t_link = fastest(rings, v[8], v[9])
                 t = t + t_link
                 out.append((p, flops * c, tuple(x * c for x in v[1:7]), t * c,
-                            nbytes / bw * c, t_cmp * c, t_link * c, v[8] * c))
+                            nbytes / bwn * c, t_cmp * c, t_link * c, v[8] * c))
             else:
                 out.append((p, flops * c, tuple(x * c for x in v[1:7]), t * c,
-                            nbytes / bw * c, t_cmp * c, 0.0, 0.0))
+                            nbytes / bwn * c, t_cmp * c, 0.0, 0.0))
         return out
 
 
@@ -271,9 +280,21 @@ def _timer_problem(cost_model, origin: str, n: Node, probe, peak, bandwidth, lau
     return None
 
 
+def _kernel_for(kernels, op_kind, kind: str, mode: str, stored) -> object:
+    """The engine kernel covering a matrix node (a weight GEMM or the attention), chosen by
+    the format it reads (``stored``: the weights', or the KV cache's)."""
+    if kernels is None or kind != "matrix" or stored is None:
+        return None
+    op = {"weight": "gemm", "attention": "attention"}.get(op_kind.role)
+    return None if op is None else kernels.for_node(op, mode, stored.name)
+
+
 def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
-               sections=("embed", "main", "head"), origin: str = "") -> Plan:
+               sections=("embed", "main", "head"), origin: str = "", kernels=None) -> Plan:
     """Compile ``model`` for ``roofline`` in ``mode`` over ``sections``.
+
+    ``kernels`` (:class:`roofkit.circuit.kernels.Kernels`): the engine kernels that cost
+    the nodes they cover instead of the cost model (:mod:`roofkit.circuit.kernels`).
 
     Each node's rule is evaluated once at :data:`PROBES` and a negative or non-finite cost
     refused (SpecError naming the workload, node and rule); the cost model's time is checked
@@ -288,6 +309,7 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
     nodes = []
     bind = getattr(cost_model, "bind", None)
     links = False
+    used: dict[str, object] = {}  # the engine kernels that cover a node
     for n in model.nodes:
         if n.section not in sections:
             continue
@@ -295,12 +317,14 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
         trees, scalar, vector = model.node_functions(n, mode)
         kind = _compute_kind(rule, mode)
         op_kind = model.kinds[n.op.lower()]
+        stored = None  # the format a kernel is chosen by: the weights', or the KV cache's
         if kind == "matrix":
             if op_kind.role == "attention":
+                stored = fm.kv
                 prec = operand_precision(fm.kv, fm.activation)  # Q against the cached K/V
             else:
-                prec = operand_precision(fm.weight(n.role) if n.format else None,
-                                         fm.activation)
+                stored = fm.weight(n.role) if n.format else None
+                prec = operand_precision(stored, fm.activation)
             slot, peak, note = roofline.slot_for(prec)
             if note:
                 fallbacks[note] = None
@@ -312,7 +336,23 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
         if not peak > 0:
             raise SpecError(f"device {roofline.device!r}: peak of slot {slot!r} is not positive")
         timer = None
-        if bind is not None:
+        kern = _kernel_for(kernels, op_kind, kind, mode, stored)
+        k_bw, k_kv = 0.0, 1.0
+        if kern is not None and (kern.slot or slot) not in roofline.peaks:
+            notes[f"kernel {kern.name} ({kernels.label}) runs on the {kern.slot} slot, which "
+                  f"{roofline.device} does not list: its nodes keep the roofline"] = None
+            kern = None
+        if kern is not None:
+            from .kernels import node_timer
+
+            slot = kern.slot or slot
+            peak = roofline.peaks[slot] * kern.compute_efficiency
+            k_bw = roofline.bandwidth * kern.memory_efficiency
+            if op_kind.role == "attention" and kern.kv_reads == "per_query_head":
+                k_kv = float(kernels.group)
+            timer = node_timer(peak, k_bw, roofline.overlap)
+            used[kern.name] = kern
+        elif bind is not None:
             timer = bind(NodeContext(node=n, op=op_kind.name, role=op_kind.role, compute=kind,
                                      mode=mode, slot=slot, peak=peak, precision=pname,
                                      roofline=roofline))
@@ -333,7 +373,8 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
         links = links or link
         nodes.append(NodePlan(node=n, count=n.count, scalar=scalar, vector=vector, slot=slot,
                               peak=peak, compute=kind, precision=pname, timer=timer,
-                              link=link))
+                              link=link, kernel=kern.name if kern is not None else "",
+                              bandwidth=k_bw, kv_factor=k_kv))
     rings = ()
     if links:
         if roofline.link is None:
@@ -348,6 +389,16 @@ def build_plan(model: Model, roofline: DeviceRoofline, cost_model, mode: str,
     if any(p.compute == "vector" for p in nodes):
         notes[f"vector ops (norms, activations, recurrences) at the {roofline.vector_slot} "
               "peak"] = None
+    for k in used.values():
+        reads = (f", the KV cache read once per query head ({kernels.group} per KV head)"
+                 if k.kv_reads == "per_query_head" and kernels.group > 1 else "")
+        notes[f"kernel {k.name} ({kernels.label}) for the {k.op} nodes: {k.slot or 'own'} slot "
+              f"at {k.compute_efficiency:.3g} of its peak, {k.memory_efficiency:.3g} of the "
+              f"memory bandwidth{reads} ({k.source})"] = None
+    ranges = tuple((k.name, k.batch_range[0], k.batch_range[1]) for k in used.values()
+                   if k.batch_range)
+    if used:
+        fallbacks[f"engine kernels of {kernels.label}: {', '.join(used)}"] = None
     return Plan(model=model, roofline=roofline, cost_model=cost_model, mode=mode,
                 nodes=tuple(nodes), notes=tuple(notes), fallbacks=tuple(fallbacks),
-                rings=rings)
+                rings=rings, kernel_ranges=ranges)

@@ -144,6 +144,8 @@ class Estimate(Result):
     slot_peaks: Mapping[str, float] = attrs.field(factory=dict)  # the device's datasheet peaks
     device_class: str = ""  # vendor and category, the stratum of its interval
     inside: bool = False  # its bandwidth is measured: the calibrated range of its interval
+    #: an engine kernel covering its nodes was measured at other GEMM rows than it runs
+    outside_profile_range: bool = False
 
     HEADLINE = (
         Headline("time", "s", "time", key_name="time_s"),
@@ -215,6 +217,14 @@ class Estimate(Result):
         from ..engine.calibration import energy
 
         return energy(self.tdp, self.utilization, self.time)
+
+    @property
+    def energy_measured_model(self):
+        """Energy of one device over the step on the per-op model, J
+        (:func:`roofkit.energy.step_energy`; the TDP model where the device has no constants)."""
+        from ..energy import step_energy
+
+        return step_energy(self)
 
     @property
     def memory_required(self):
@@ -339,8 +349,10 @@ class Estimate(Result):
 
         if np.ndim(self.time) != 0:
             return None
-        return interval(float(self.time), table(), metric=self.mode, engine="",
-                        device_class=self.device_class, inside=self.inside, level=level)
+        return interval(float(self.time), table(), metric=self.mode,
+                        engine=str(self.settings.get("engine") or ""),
+                        device_class=self.device_class,
+                        inside=self.inside and not self.outside_profile_range, level=level)
 
     def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
         iv = self.interval(level)
@@ -359,10 +371,12 @@ class Estimate(Result):
                        "kernels": self.kernels,
                        "utilization": _plain(self.utilization),
                        "energy_j": _plain(self.energy),
+                       "energy_measured_model_j": _plain(self.energy_measured_model),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),
             "basis": self.basis, "measured": self.measured, "notes": list(self.notes),
+            "outside_profile_range": self.outside_profile_range,
             "plugins": list(self.plugins),
         }
 
@@ -372,8 +386,8 @@ _FIT_KEYS = {"required": "required_bytes", "usable": "usable_bytes",
              "capacity": "capacity_bytes", "margin": "margin_bytes"}
 
 
-@attrs.frozen
-class Footprint:
+@attrs.frozen(repr=False)
+class Footprint(Result):
     """What a workload holds in device memory.
 
     ``weights`` counts every section's weights once (a tied head or a draft's shared
@@ -416,6 +430,26 @@ class Footprint:
     weight_floor_all_sections: float = 0.0
     weight_floor_all_sections_time: float | None = None
     state_by_op: Mapping[str, float] = attrs.field(factory=dict)  # recurrent state per op kind
+    plugins: tuple = ()  # the registry's plugin set
+
+    HEADLINE = (
+        Headline("weights", "B", "weights", key_name="weights_bytes"),
+        Headline("kv_per_token", "B", "kv_per_token", key_name="kv_bytes_per_token"),
+        Headline("state_per_seq", "B", "state_per_seq", key_name="state_bytes_per_seq"),
+        Headline("weight_floor", "B", "weight_floor", key_name="weight_floor_bytes"),
+        Headline("weight_floor_time", "s", "weight_floor_time",
+                 key_name="weight_floor_time_s"),
+    )
+    KIND = "footprint"
+
+    def title(self) -> str:
+        tp = f"{self.tp} x " if self.tp > 1 else ""
+        where = f" on {tp}{self.device}" if self.device else ""
+        return f"{self.workload}{where}, KV {self.kv_cache_dtype}"
+
+    def identity(self) -> dict:
+        return {"workload": self.workload, "device": self.device, "tp": self.tp,
+                "kv_cache_dtype": self.kv_cache_dtype}
 
     def kv_bytes(self, context):
         """KV bytes of one sequence at ``context`` tokens (windows cap what is kept)."""

@@ -127,6 +127,7 @@ def cmd_show(args) -> int:
             raise KeyError(d.name)  # a TOML path of a spec the catalogue does not hold
     except Exception:
         data["origin"] = str(Path(args.device).resolve())
+    data["calibrated_basis"] = _calibrated_basis(d, reg)
     if args.json:
         common.print_json(data)
         return 0
@@ -150,7 +151,20 @@ def cmd_show(args) -> int:
         print(f"  {k}: {url}")
     for _, key, note in _bit_notes([data["origin"]]) if Path(data["origin"]).is_file() else ():
         print(f"note: {key} {note}")
+    print(f"calibrated basis: {data['calibrated_basis']}")
     return 0
+
+
+def _calibrated_basis(device, reg) -> str:
+    """What the calibrated basis of ``device`` rests on: its measured constants, or
+    "datasheet only" where specs/calibration has none."""
+    from ..circuit.roofline import device_roofline
+    from ..errors import RoofkitError
+
+    try:
+        return device_roofline(device, "calibrated", reg).basis
+    except RoofkitError as exc:
+        return f"not available: {exc}"
 
 
 def cmd_check(args) -> int:

@@ -47,6 +47,12 @@ def _common(p, *, costed: bool = True) -> None:
                        help="group the rows")
         p.add_argument("--top", type=common.count(0), default=0,
                        help="show only the N longest rows (0, the default: all)")
+        p.add_argument("--engine", default=None,
+                       help="engine profile of specs/engines whose kernel profiles cost the "
+                            "nodes they cover (llama.cpp, tensorrt-llm, vllm)")
+        p.add_argument("--engine-version", dest="engine_version", default=None, metavar="V",
+                       help="the engine version whose kernels apply (default: the profile's "
+                            "own)")
         p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
                        help="prediction interval level from out-of-sample validation "
                             "residuals (default 0.8)")
@@ -85,6 +91,10 @@ def _settings(args) -> dict:
         out["conv_windows"] = True
     if args.ssm_dtype:
         out["ssm_h_dtype"] = args.ssm_dtype
+    if getattr(args, "engine", None):
+        out["engine"] = args.engine
+    if getattr(args, "engine_version", None):
+        out["engine_version"] = args.engine_version
     if args.formats:
         table = {}
         for item in args.formats:

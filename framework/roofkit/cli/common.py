@@ -198,11 +198,26 @@ def name_note(catalogue, name) -> str | None:
     return f"{name} -> {key} (also: {', '.join(sorted(others))})"
 
 
+def _cluster_device(ref) -> str | None:
+    """The DEVICE of an ad hoc cluster name ``NxDEVICE`` (``8xa100``), else None."""
+    if not isinstance(ref, str) or ref.endswith(".toml") or "/" in ref:
+        return None
+    count, x, device = ref.strip().partition("x")
+    return device if x and count.isdigit() and device else None
+
+
 def announce_names(args) -> None:
     """Print, on stderr, the choice an ambiguous device or workload alias made."""
     refs = [("devices", getattr(args, "device", None)),
             ("workloads", getattr(args, "workload", None))]
-    refs += [("devices", d) for d in getattr(args, "devices", None) or ()]
+    devices = getattr(args, "devices", None) or ()
+    if isinstance(devices, str):  # plan's --devices h100,a100
+        devices = devices.split(",")
+    refs += [("devices", d.strip()) for d in devices if isinstance(d, str)]
+    for ref in (getattr(args, "device", None), getattr(args, "cluster", None)):
+        device = _cluster_device(ref)
+        if device:  # an ad hoc cluster NxDEVICE names its device by alias too
+            refs.append(("devices", device))
     if not any(isinstance(r, str) and not r.endswith(".toml") for _, r in refs):
         return
     reg = registry(args)
@@ -221,8 +236,8 @@ def basis_choice(given, chosen: str, device: str) -> str:
     if chosen == "calibrated":
         return (f"basis: calibrated (the default: {device} has measured constants in "
                 "specs/calibration; --basis datasheet for the spec ceilings)")
-    return (f"basis: datasheet (the default: {device} has no calibration in "
-            "specs/calibration, so its spec ceilings are used)")
+    return (f"basis: datasheet (the default: datasheet only, {device} has no calibration "
+            "in specs/calibration, so its spec ceilings are used)")
 
 
 def count(minimum: int):

@@ -12,18 +12,27 @@ def validate_energy(args, reg) -> int:
     if args.json:
         common.print_json(report)
         return 0
+    def pct(v):
+        return "" if v is None else f"{v:+.1%}"
+
     rows = [[r["case"], r["metric"], f"{r['measured']:.4g}", f"{r['per_op']:.4g}",
-             f"{r['per_op_error']:+.1%}", f"{r['tdp']:.4g}", f"{r['tdp_error']:+.1%}", r["model"]]
+             f"{r['per_op_error']:+.1%}", f"{r['tdp']:.4g}", f"{r['tdp_error']:+.1%}", r["model"],
+             pct(r["itl_error"]), pct(r["power_error"]), r["scope"]]
             for r in report["rows"]]
-    headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model"]
+    headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model",
+               "itl err", "power err", "meter"]
     if args.markdown:
         print("| " + " | ".join(headers) + " |")
         print("|" + "---|" * len(headers))
         for r in rows:
             print("| " + " | ".join(r) + " |")
     else:
-        print(common.table(rows, headers, "llrrrrrl"))
+        print(common.table(rows, headers, "llrrrrrlrrl"))
     med = report["median_abs_error"]
     print(f"\nerror = predicted / measured - 1; median |error|: per-op {med['per_op']:.1%}, "
           f"TDP model {med['tdp']:.1%} over {len(rows)} cases (docs/energy.md)")
+    if med.get("power") is not None:
+        print(f"the per-op miss split where the case gives the run's ITL and power: median "
+              f"|itl err| {med['itl']:.1%} (the time model), median |power err| "
+              f"{med['power']:.1%} (the power model); meter: gpu boards or the node")
     return 0

@@ -31,12 +31,24 @@ def register(sub) -> None:
     group.add_argument("--lora", type=common.count(1), metavar="RANK")
     group.add_argument("--qlora", type=common.count(1), metavar="RANK")
     p.add_argument("--capacity-factor", type=float, default=1.0)
+    p.add_argument("--kernels", choices=("fused", "eager"), default="fused",
+                   help="elementwise kernels: fused (Megatron, NeMo) or eager PyTorch ops "
+                        "(Hugging Face Transformers)")
+    p.add_argument("--lora-targets", choices=("attention", "all"), default="attention",
+                   help="linears that carry LoRA adapters")
+    p.add_argument("--uneven-stages", action="store_true",
+                   help="let pp leave a remainder of layers (embedding and head as layers)")
     p.add_argument("--collective-algorithm", help="a registered collective algorithm")
     p.add_argument("--price-per-device-hour", type=float, metavar="USD")
-    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="calibrated")
+    p.add_argument("--basis", choices=("calibrated", "datasheet"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--search", action="store_true",
                    help="enumerate every valid layout; print the fastest that fit")
     p.add_argument("--top", type=common.count(1), default=10)
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help="prediction interval level from the training cases' out-of-sample "
+                        "residuals (default 0.8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
 
@@ -139,16 +151,21 @@ def cmd_train(args) -> int:
                 recompute=args.recompute or "none", zero=args.zero or 0, lora=args.lora,
                 qlora=args.qlora, basis=args.basis, capacity_factor=args.capacity_factor,
                 collective_algorithm=args.collective_algorithm,
-                price_per_device_hour=args.price_per_device_hour, registry=reg)
+                price_per_device_hour=args.price_per_device_hour, kernels=args.kernels,
+                lora_targets=args.lora_targets, uneven_stages=args.uneven_stages,
+                registry=reg)
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
     if args.json:
-        common.print_json(est.to_dict())
+        common.print_json(est.to_dict(level=level))
         return 0
-    print(training_text(est))
+    print(training_text(est, level))
     return 0
 
 
-def training_text(est) -> str:
-    d = est.to_dict()
+def training_text(est, level: float = 0.8) -> str:
+    d = est.to_dict(level=level)
     lo = est.layout
     lines = [f"{est.workload} on {lo.devices} x {est.device} ({est.cluster}): tp {lo.tp}, "
              f"pp {lo.pp} (vpp {lo.vpp}), dp {lo.dp}, cp {lo.cp}, ep {lo.ep}, micro-batch "
@@ -171,9 +188,17 @@ def training_text(est) -> str:
         lines.append(f"  {g} {p['size']}: {p['where']}")
     if "energy_per_step_j" in d:
         lines.append(f"energy {units.fmt(d['energy_per_step_j'], 'energy')} per step")
+    if "energy_per_step_measured_model_j" in d:
+        lines.append(f"energy (per-op model) "
+                     f"{units.fmt(d['energy_per_step_measured_model_j'], 'energy')} per step, "
+                     f"{units.fmt(d['energy_per_million_tokens_measured_model_j'], 'energy')} "
+                     "per million tokens")
     if "cost_per_step_usd" in d:
         lines.append(f"cost ${d['cost_per_step_usd']:.4g} per step, "
                      f"${d['cost_per_million_tokens_usd']:.4g} per million tokens")
+    for name, iv in d["intervals"].items():
+        lines.append(f"{100 * level:g}% interval {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} "
+                     f"({iv['stratum']})")
     lines.append(f"basis: {est.basis}")
     return "\n".join(lines)
 
@@ -185,10 +210,34 @@ def _pct(v) -> str:
 def cmd_validate_training(args) -> int:
     """``roofkit validate --kind training``: every case on both bases, median and max."""
     from ..fleet.validation import run
+    from ..intervals import coverage, training_residuals
 
-    report = run(registry=common.registry(args))
+    reg = common.registry(args)
+    report = run(registry=reg)
+    res = training_residuals(report, reg)
+    cov = [coverage(res, lv, lo) for lv in (0.8, 0.9) for lo in ("case", "source")]
+    threshold = getattr(args, "misses", None)
+    if threshold is not None:
+        from .serving import _check_misses
+
+        _check_misses(threshold)
+        cat = reg.catalogues["training"]
+        misses = sorted((c for c in report.cases if c.scored
+                         and abs(c.error("calibrated")) > threshold),
+                        key=lambda c: -abs(c.error("calibrated")))
+        data = [{"name": c.name, "error_calibrated": c.error("calibrated"),
+                 "cause": cat[c.name].cause} for c in misses]
+        if args.json:
+            common.print_json({"threshold": threshold, "basis": "calibrated", "misses": data})
+            return 0
+        print(f"{len(data)} scored training case(s) with calibrated |error| above "
+              f"{100 * threshold:g}%:")
+        for d in data:
+            print(f"  {d['name']}: {_pct(d['error_calibrated'])}; cause: "
+                  f"{d['cause'] or 'not yet known (no cause in its case spec)'}")
+        return 0
     if args.json:
-        common.print_json(report.to_dict())
+        common.print_json({**report.to_dict(), "interval_coverage": cov})
         return 0
     rows = [[c.name, c.config, f"{c.measured:.4g} s",
              f"{c.predicted['datasheet']:.4g}" if "datasheet" in c.predicted else "-",
@@ -213,6 +262,11 @@ def cmd_validate_training(args) -> int:
         mx = "-" if s["max_abs_error"] is None else f"{s['max_abs_error']:.1%}"
         print(f"{basis:>10}: median |error| {med}, max |error| {mx} over {s['scored']} "
               "scored training cases")
+    for c in cov:
+        print(f"{100 * c['level']:g}% step-time intervals, leave one {c['leave_out']} out: "
+              f"cover {c['covered'] or 0:.1%} of {c['cases']} cases (calibrated range "
+              f"{c['inside']['covered'] or 0:.1%} of {c['inside']['cases']}, outside "
+              f"{c['outside']['covered'] or 0:.1%} of {c['outside']['cases']})")
     return 0
 
 
@@ -248,7 +302,10 @@ def serve_on_cluster(reg, args) -> int:
                       pp=args.pp, ep=args.ep, attention_dp=args.attention_dp,
                       precision=args.precision, kv_cache_dtype=args.kv_cache_dtype,
                       basis=basis, registry=reg, require_fit=args.require_fit)
-    d = est.to_dict()
+    from ..intervals import check_level
+
+    level = check_level(getattr(args, "interval", 0.8))
+    d = est.to_dict(level=level)
     if args.json:
         common.print_json(d)
         return 0
@@ -260,5 +317,8 @@ def serve_on_cluster(reg, args) -> int:
           f"{d['output_tokens_per_s']:,.0f} output tokens/s")
     print(f"memory per device {units.fmt(est.memory_per_device_bytes, 'bytes')} of "
           f"{units.fmt(est.capacity, 'bytes')}: {'fits' if est.fits else 'does not fit'}")
+    for name, iv in d["intervals"].items():
+        print(f"{100 * level:g}% interval {name}: {iv['lo']:.4g} .. {iv['hi']:.4g} "
+              f"({iv['stratum']})")
     print(f"basis: {est.basis}")
     return 0

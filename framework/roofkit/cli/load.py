@@ -50,7 +50,12 @@ def register(sub) -> None:
                         "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help="prediction interval level from out-of-sample validation residuals "
+                        "(default 0.8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 
@@ -79,7 +84,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
     p.add_argument("--plot", default=None, metavar="FILE.png|.svg", help="draw tokens/s per "
                    "device against tokens/s per user with the Pareto front (the plot extra)")
-    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="calibrated")
+    p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
+                   help="default: calibrated where the device has a calibration in "
+                   "specs/calibration, else datasheet")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
 
@@ -104,7 +111,10 @@ def cmd_simulate(args) -> int:
                  policy=args.policy, prefix_hit=args.prefix_hit, disagg=args.disagg,
                  spec_decode=args.spec_decode, slo=args.slo, seed=args.seed,
                  basis=args.basis, registry=reg)
-    data = r.to_dict()
+    from ..intervals import check_level
+
+    level = check_level(args.interval)
+    data = r.to_dict(level=level)
     if args.json:
         common.print_json(data)
         return 0
@@ -119,6 +129,17 @@ def cmd_simulate(args) -> int:
           f"{r.preemptions} preemptions")
     if r.slo:
         print(f"goodput {r.goodput:.3f} requests/s; SLO {'met' if r.slo_met else 'missed'}")
+    print(f"energy {data['energy_per_output_token_j']:.4g} J per output token, "
+          f"{data['energy_per_request_j']:.4g} J per request, "
+          f"{data['average_power_per_device_w']:.0f} W per device ({data['energy_model']} model, "
+          "docs/energy.md)")
+    ivs = data["intervals"]
+    if ivs:
+        print(f"{100 * level:g}% intervals (out-of-sample validation residuals):")
+        for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s"):
+            if name in ivs:
+                iv = ivs[name]
+                print(f"  {name}: {sig(iv['lo'])} .. {sig(iv['hi'])} ({iv['stratum']})")
     print(f"basis: {r.basis}")
     for n in r.notes:
         print(f"note: {n}")

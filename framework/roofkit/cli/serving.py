@@ -27,7 +27,12 @@ def register(sub) -> None:
                         "calibrated where the device has a calibration, else datasheet)")
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
-                        "time is added on the calibrated basis (vllm, tensorrt-llm-session)")
+                        "time is added on the calibrated basis (vllm, tensorrt-llm-session), "
+                        "or of specs/engines, whose kernel profiles cost the nodes they "
+                        "cover (llama.cpp, tensorrt-llm, vllm)")
+    p.add_argument("--engine-version", dest="engine_version", default=None, metavar="V",
+                   help="the engine version whose kernel profiles apply (default: the "
+                        "profile's own), e.g. 0.6.1 for TensorRT-LLM's masked MHA decode")
     p.add_argument("--max-load", action="store_true",
                    help="offline serving at full load: the batch is as many requests as the "
                         "KV cache admits (in-flight batching), not --batch")
@@ -55,13 +60,18 @@ def register(sub) -> None:
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true",
                      help="the tables and summary as Markdown (for docs and reports)")
-    p.add_argument("--kind", choices=("serving", "training", "load", "energy"),
+    p.add_argument("--kind", choices=("serving", "static", "load", "training", "energy"),
                    default="serving",
-                   help="serving (specs/validation), training (specs/training), load (the "
-                        "serving-under-load cases of specs/load_cases, predicted by the "
-                        "simulator) or energy (specs/energy_cases, per-op and TDP models)")
+                   help="serving (default: the whole serving set, the static cases of "
+                        "specs/validation and the load cases of specs/load_cases scored "
+                        "together), static (specs/validation only), load (specs/load_cases "
+                        "only, predicted by the simulator), training (specs/training) or "
+                        "energy (specs/energy_cases, per-op and TDP models)")
+    p.add_argument("--misses", type=float, default=None, metavar="FRACTION",
+                   help="list only the scored cases whose leave-one-source-out |error| "
+                        "exceeds FRACTION (0.35 for 35 %%), worst first, with their cause")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
-                   help="with --kind load: only this case (repeatable)")
+                   help="with --kind load or serving: only this load case (repeatable)")
     p.set_defaults(func=cmd_validate)
 
 
@@ -90,14 +100,15 @@ def cmd_serve(args) -> int:
                        kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
                        registry=reg,
                        engine=args.engine, max_requests=args.max_requests,
-                       admission=args.admission or "grow")
+                       admission=args.admission or "grow",
+                       engine_version=args.engine_version)
     else:
         est = serve(args.workload, args.device, batch=1 if args.batch is None else args.batch,
                     input_len=args.input_len,
                     output_len=args.output_len, tp=args.tp, precision=args.precision,
                     kv_cache_dtype=args.kv_cache_dtype, basis=args.basis or "auto",
                     registry=reg,
-                    engine=args.engine)
+                    engine=args.engine, engine_version=args.engine_version)
     from ..intervals import check_level
 
     level = check_level(args.interval)
@@ -229,6 +240,8 @@ def cmd_validate(args) -> int:
         from .energy import validate_energy
 
         return validate_energy(args, reg)
+    if args.kind == "serving":
+        return validate_suite(args, reg)
     report = run(registry=reg)
     if args.json:
         common.print_json(report.to_dict())
@@ -289,3 +302,89 @@ def _coverage_lines(report) -> list[str]:
                        f"{_pct(c['inside']['covered'])} of {c['inside']['cases']}, outside "
                        f"{_pct(c['outside']['covered'])} of {c['outside']['cases']})")
     return out
+
+
+def _check_misses(value) -> float | None:
+    from ..errors import RoofkitError
+
+    if value is not None and not 0 <= value < 100:
+        raise RoofkitError(f"--misses is a fraction of the measurement (0.35 for 35 %), got "
+                           f"{value:g}")
+    return value
+
+
+def _misses_lines(rows, threshold: float, basis: str = "loso") -> list[str]:
+    out = [f"{len(rows)} scored case(s) with leave-one-source-out |error| above "
+           f"{100 * threshold:g}%:"]
+    for r in rows:
+        out.append(f"  {r.name} ({r.view}, {r.family}): {_err(r.error(basis))}; cause: "
+                   f"{r.cause or 'not yet known (no cause in its case spec)'}")
+    return out
+
+
+def validate_suite(args, reg) -> int:
+    """``roofkit validate`` (``--kind serving``): the static and the load cases scored
+    together, per basis, per view and per breakdown, the interval coverage both ways."""
+    from ..serving import suite
+    from ..serving.suite import BREAKDOWNS, SCORES, VIEWS
+
+    threshold = _check_misses(args.misses)
+    kw = {}
+    if getattr(args, "case", None):  # only these load cases
+        from ..load.validation import run as run_load
+
+        cat = reg.catalogues["load_cases"]
+        kw["load"] = run_load(registry=reg, cases=[cat[name] for name in args.case])
+    report = suite.run(registry=reg, **kw)
+    if threshold is not None:
+        misses = report.misses(threshold)
+        if args.json:
+            common.print_json({"threshold": threshold, "basis": "loso",
+                               "misses": [r.to_dict() for r in misses]})
+        else:
+            print("\n".join(_misses_lines(misses, threshold)))
+        return 0
+    if args.json:
+        common.print_json(report.to_dict())
+        return 0
+    label = {"datasheet": "datasheet", "calibrated": "calibrated", "loso": "LOSO"}
+    md = args.markdown
+
+    def show(rows, headers, align):
+        if md:
+            print("| " + " | ".join(headers) + " |")
+            print("|" + "".join("---|" if a == "l" else "---:|" for a in align))
+            for r in rows:
+                print("| " + " | ".join(str(x) for x in r) + " |")
+        else:
+            print(common.table(rows, headers, align))
+        print()
+
+    print(f"The whole serving validation set: {report.title()}.\n")
+    rows = [[r.name, r.view, r.family, r.config, _num(r.measured),
+             *(_err(r.error(b)) for b in SCORES)] for r in report.rows]
+    show(rows, ["case", "view", "family", "config", "measured",
+                *(f"{label[b]} err" for b in SCORES)], "llllr" + "r" * len(SCORES))
+    stats = [f"{label[b]} {s}" for b in SCORES for s in ("median", "max")]
+    for by in ("view", *[b for b in BREAKDOWNS if b != "view"]):
+        rows = [[g[by], g["cases"], *(_pct(g[f"{b}_{s}_abs_error"]) for b in SCORES
+                                     for s in ("median", "max"))]
+                for g in report.breakdown(by)]
+        show(rows, [by, "cases", *stats], "lr" + "r" * len(stats))
+    print("error = (predicted - measured) / measured; LOSO: calibrated, each case without the "
+          "calibration constants of its own source")
+    for b in SCORES:
+        print(f"{label[b]:>10}: median |error| {_pct(report.median(b))}, max |error| "
+              f"{_pct(report.max(b))} over {len(report.errors(b))} scored cases")
+    print()
+    for level in (0.8, 0.9):
+        for leave_out in ("case", "source"):
+            parts = []
+            for v in (None, *VIEWS):
+                c = report.coverage(level, leave_out, v)
+                parts.append(f"{v or 'all'} {_pct(c['covered'])} of {c['cases']}")
+            print(f"{100 * level:g}% intervals, leave one {leave_out} out: cover "
+                  + ", ".join(parts))
+    print("\n(roofkit validate --kind static and --kind load give each view alone, with the "
+          "per-constant leave-one-source-out statements)")
+    return 0

@@ -41,16 +41,17 @@ def solve_with_cost_model(cache, wf, df, prec, cost_model, batch, eff, raise_err
     name = prec.name
     if decoder:
         est = api.decode(wf.spec, df.spec, batch=batch, context=seq_len, precision=name,
-                         cost_model=cost_model, registry=reg)
+                         cost_model=cost_model, registry=reg, basis="datasheet")
         step = f"decode step of {batch} sequences at context {seq_len}"
         sample = "token (one per sequence: a decode step over the batch)"
     else:
         est = api.prefill(wf.spec, df.spec, tokens=seq_len, seqs=batch, precision=name,
-                          cost_model=cost_model, registry=reg, head=True)  # whole forward
+                          cost_model=cost_model, registry=reg, head=True,
+                          basis="datasheet")  # the whole forward
         step = f"prefill of {seq_len} tokens in each of {batch} sequences (an encoder)"
         sample = f"sequence of {seq_len} tokens"
     fit = api.fits(wf.spec, df.spec, seqs=batch, context=seq_len,
-                   precision=name, registry=reg)
+                   precision=name, registry=reg, basis="datasheet")
     if not fit.fits and raise_errors:
         raise OOMError(f"{wf.name} needs {units.fmt(fit.required, 'bytes')} (weights + KV of "
                        f"{batch} sequences at {seq_len} tokens, {name}) but {df.name} has "

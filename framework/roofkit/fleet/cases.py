@@ -36,6 +36,12 @@ class CaseLayout:
     dropout: bool = False
     sequence_parallel: bool = True
     dp_overlap: bool = True
+    kernels: str = "fused"
+    lora_targets: str = "attention"
+    lora_dropout: bool = False
+    uneven_stages: bool = False
+    pp_scatter: bool = True
+    fp32_accumulation: bool = False
 
 
 @attrs.frozen
@@ -49,7 +55,8 @@ class CaseSource:
 class TrainingCase:
     """A published training measurement. ``unscored`` gives the reason a case is predicted
     and listed but not scored (a device without a calibration, a run the estimate does not
-    model and the source leaves open)."""
+    model and the source leaves open); ``cause``: one line saying why the prediction misses,
+    where that is known (``roofkit validate --kind training --misses``)."""
 
     name: str = attrs.field(validator=check_key)
     workload: str
@@ -62,6 +69,7 @@ class TrainingCase:
     engine: str = ""
     unscored: str = ""
     notes: str = ""
+    cause: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
         out = measured_problems(self.source.url, self.value)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import attrs
 
 from ..errors import SpecError
-from .step import RECOMPUTE
+from .elementwise import KERNELS
+from .step import ADAPTER_SETS, RECOMPUTE
 
 ATTENTION = ("flash", "unfused")
 PRECISIONS = ("bf16", "fp16", "fp8")  # fp16 runs the bf16 path on the fp16 slot
@@ -42,6 +43,12 @@ class Layout:
     dp_overlap: bool = True  # gradient sync overlapped with the backward (bucketed)
     capacity_factor: float = 1.0
     collective_algorithm: str | None = None
+    kernels: str = "fused"  # fused (Megatron, NeMo) | eager (HF Transformers, PyTorch eager)
+    lora_targets: str = "attention"  # attention | all (every linear of the layer)
+    lora_dropout: bool = False  # PEFT's dropout on each adapter's input
+    uneven_stages: bool = False  # pp need not divide the layers (embedding, head as layers)
+    pp_scatter: bool = True  # stage sends 1 / tp per rank (False: whole tensor, DeepSpeed)
+    fp32_accumulation: bool = False  # gradients summed into fp32 per micro-batch (BF16_Optimizer)
 
     @property
     def devices(self) -> int:
@@ -74,6 +81,11 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lo.precision!r}")
     if lo.attention not in ATTENTION:
         out.append(f"attention must be one of {', '.join(ATTENTION)}, got {lo.attention!r}")
+    if lo.kernels not in KERNELS:
+        out.append(f"kernels must be one of {', '.join(KERNELS)}, got {lo.kernels!r}")
+    if lo.lora_targets not in ADAPTER_SETS:
+        out.append(f"lora_targets must be one of {', '.join(ADAPTER_SETS)}, got "
+                   f"{lo.lora_targets!r}")
     if lo.lora < 0:
         out.append(f"the LoRA rank must be positive, got {lo.lora}")
     if lo.qlora and lo.lora <= 0:
@@ -87,8 +99,14 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         out.append(f"tp {lo.tp} does not divide the {arch.heads} attention heads")
     elif arch.kv_heads % lo.tp and lo.tp % arch.kv_heads:
         out.append(f"tp {lo.tp} and the {arch.kv_heads} KV heads: one must divide the other")
-    if arch.layers % (lo.pp * lo.vpp):
-        out.append(f"pp * vpp = {lo.pp * lo.vpp} does not divide the {arch.layers} layers")
+    if lo.uneven_stages:
+        if lo.vpp > 1:
+            out.append("uneven stages need vpp = 1 (interleaved chunks must be equal)")
+        if lo.pp > arch.layers:
+            out.append(f"pp {lo.pp} exceeds the {arch.layers} layers")
+    elif arch.layers % (lo.pp * lo.vpp):
+        out.append(f"pp * vpp = {lo.pp * lo.vpp} does not divide the {arch.layers} layers "
+                   "(uneven_stages lets pp leave a remainder)")
     if lo.vpp > 1 and lo.pp == 1:
         out.append("vpp > 1 (interleaved stages) needs pp > 1")
     if lo.ep > 1 and not arch.experts:

@@ -189,7 +189,7 @@ def search_count(item) -> dict:
 
 
 def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_len: int,
-                   precision: str = "bf16", basis: str = "calibrated", lora=None, qlora=None,
+                   precision: str = "bf16", basis: str = "auto", lora=None, qlora=None,
                    top: int = 10, fixed: dict | None = None, device_counts=None,
                    reserve: float = DEFAULT_RESERVE, executor=None, registry=None):
     """Rank every valid layout of ``workload`` on ``cluster`` for one global batch of
@@ -198,7 +198,9 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
     ``executor``: any ``concurrent.futures.Executor``, one work item per device count
     (:func:`search_count`), as ``roofkit.sweep`` takes them: threads share this process's
     registry; process pools and Dask need ``registry`` as ``roofkit.sweep.RegistrySettings``
-    (or the default catalogue)."""
+    (or the default catalogue). ``basis="auto"`` (the default): calibrated where the
+    cluster's device has a calibration, else datasheet."""
+    from ..circuit.roofline import resolve_basis
     from ..sweep.distribute import local_registry, portable_registry, shares_memory
 
     given = registry
@@ -206,6 +208,7 @@ def search_layouts(workload, cluster, *, devices=None, global_batch: int, seq_le
     if global_batch is None:
         raise SpecError("the layout search needs --global-batch")
     cl = training_cluster(cluster, registry, devices)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     devices = devices or cl.devices
     if device_counts is None:

@@ -50,6 +50,8 @@ class FleetServingEstimate:
     capacity: float
     breakdown: dict
     basis: str
+    device_class: str = ""  # vendor and category, the stratum of its intervals
+    inside: bool = False  # on its device's measured constants: the calibrated range
 
     @property
     def e2e_s(self) -> float:
@@ -82,14 +84,34 @@ class FleetServingEstimate:
                 f"{self.device}: TTFT {1e3 * self.ttft_s:.1f} ms, ITL {1e3 * self.itl_s:.2f} "
                 f"ms)")
 
-    def to_dict(self) -> dict:
-        return {"workload": self.workload, "cluster": self.cluster, "device": self.device,
+    def intervals(self, level: float = 0.8) -> dict:
+        """Per headline figure its prediction interval at ``level`` from the static serving
+        cases' out-of-sample residuals (:mod:`roofkit.intervals`)."""
+        from ..intervals import interval, table
+
+        d = {"ttft_ms": 1e3 * self.ttft_s, "itl_ms": 1e3 * self.itl_s,
+             "e2e_ms": 1e3 * self.e2e_s, "output_tokens_per_s": self.output_tokens_per_s}
+        out = {}
+        for name, v in d.items():
+            iv = interval(v, table(), metric=name, device_class=self.device_class,
+                          inside=self.inside, level=level)
+            if iv is not None:
+                out[name] = iv
+        return out
+
+    def to_dict(self, level: float = 0.8) -> dict:
+        return {"intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
+                "workload": self.workload, "cluster": self.cluster, "device": self.device,
                 "layout": dict(self.layout), "batch": self.batch,
                 "ttft_ms": 1e3 * self.ttft_s, "itl_ms": 1e3 * self.itl_s,
                 "e2e_ms": 1e3 * self.e2e_s, "output_tokens_per_s": self.output_tokens_per_s,
                 "memory_per_device_bytes": self.memory_per_device_bytes,
                 "capacity_bytes": self.capacity, "fits": self.fits,
                 "decode_breakdown_s": dict(self.breakdown), "basis": self.basis}
+
+
+def _device_class(device) -> str:
+    return f"{(device.vendor or 'other').lower()} {device.category}"
 
 
 def _layer(arch, c, slot, *, tokens, dp, kv_read, tp, ep, topo, registry, inner_tp,
@@ -143,9 +165,12 @@ def _layer(arch, c, slot, *, tokens, dp, kv_read, tp, ep, topo, registry, inner_
 def serve_fleet(workload, cluster, *, batch: int = 1, input_len: int = 128,
                 output_len: int = 128, tp: int = 1, pp: int = 1, ep: int = 1,
                 attention_dp: int = 1, precision: str | None = None,
-                kv_cache_dtype: str = "bf16", basis: str = "calibrated", registry=None,
+                kv_cache_dtype: str = "bf16", basis: str = "auto", registry=None,
                 require_fit: bool = False) -> FleetServingEstimate:
-    """Estimate a static batch on ``tp * pp * attention_dp`` devices of ``cluster``."""
+    """Estimate a static batch on ``tp * pp * attention_dp`` devices of ``cluster``
+    (``basis="auto"``, the default: calibrated where its device has a calibration, else
+    datasheet)."""
+    from ..circuit.roofline import resolve_basis
     from ..circuit.stats import workload_stats
     from .training import costing
 
@@ -168,6 +193,7 @@ def serve_fleet(workload, cluster, *, batch: int = 1, input_len: int = 128,
     if problems:
         raise SpecError(f"invalid serving layout for {arch.name}: " + "; ".join(problems))
     cl = with_devices(registry.cluster(cluster), devices)
+    basis = resolve_basis(basis, cl.device, registry)
     c, basis_text = costing(cl, basis, registry)
     prec = registry.precision(precision or w.formats.get("default", "bf16"))
     w_bytes = prec.bytes_per_element
@@ -234,7 +260,9 @@ def serve_fleet(workload, cluster, *, batch: int = 1, input_len: int = 128,
                 "devices": devices, "precision": prec.name, "kv_cache_dtype": kv_cache_dtype},
         ttft_s=ttft, itl_s=itl, output_len=output_len, batch=batch,
         memory_per_device_bytes=memory, capacity=registry.device(cl.device).memory.capacity,
-        breakdown=breakdown, basis=f"{basis_text}; static batch, roofline per layer")
+        breakdown=breakdown, basis=f"{basis_text}; static batch, roofline per layer",
+        device_class=_device_class(registry.device(cl.device)),
+        inside=basis_text.startswith("measured"))
     if require_fit and not est.fits:
         raise OOMError(f"{arch.name} needs {memory / 1e9:.1f} GB per device on this layout; "
                        f"{est.capacity / 1e9:.1f} GB available")
@@ -269,7 +297,8 @@ def _circuit_pp(arch, w, cl, c, basis, basis_text, registry, topo, prec, kv_cach
         memory_per_device_bytes=memory, capacity=registry.device(cl.device).memory.capacity,
         breakdown={"circuit_tp_step": est.itl_ms / 1e3, "pp_hops": (pp - 1) * hop_decode},
         basis=f"circuit TP {tp} estimate ({est.basis}); {pp} stages of 1/{pp} of the layers; "
-              f"links: {topo.basis}")
+              f"links: {topo.basis}", device_class=est.device_class,
+        inside=bool(est.measured and est.basis == "calibrated"))
     if require_fit and not out.fits:
         raise OOMError(f"{arch.name} needs {memory / 1e9:.1f} GB per device on this layout; "
                        f"{out.capacity / 1e9:.1f} GB available")

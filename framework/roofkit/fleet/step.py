@@ -11,8 +11,9 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
 * **attention core** (FlashAttention): forward ``2 T k_avg (a / tp) (d_qk + d_v)`` with
   ``k_avg = s / 2`` keys per query (causal), backward 2.5 x forward (five matmuls to two: it
   recomputes the scores, which is Korthikanti's selective recomputation by construction).
-* **elementwise** traffic (norms, residual adds, activation, RoPE, MoE permutation, loss)
-  at the memory bandwidth.
+* **elementwise** traffic (norms, residual adds, activation, RoPE, MoE permutation, loss,
+  PEFT's adapter ops) at the memory bandwidth, bytes by the stack's kernels (fused or eager
+  PyTorch: :mod:`roofkit.fleet.elementwise`).
 * **recompute**: ``full`` repeats the forward in the backward; ``selective`` equals ``none``
   under FlashAttention (nothing of size s^2 is stored either way).
 * **communication**: TP with sequence parallelism (4 all-gathers and 4 reduce-scatters of
@@ -20,13 +21,25 @@ Per micro-batch of ``T = mb * s / cp`` tokens on one device of the heaviest pipe
   same bytes as all-reduces), CP ring attention (K and V passed ``cp - 1``
   times forward, 2x that backward, overlapped with the attention core), EP dispatch and
   combine all-to-alls (``T top_k h e cf``, twice forward and twice backward per MoE layer),
-  PP point-to-point (``T h e / tp`` per boundary), DP gradient sync overlapped with the
+  PP point-to-point (below), DP gradient sync overlapped with the
   last micro-batch's backward (ZeRO 1/2: reduce-scatter, then an all-gather of the updated
   weights overlapped with the next forward; ZeRO 3: all-gathers forward and backward and a
   reduce-scatter per micro-batch).
+* **stage boundaries**: ``T h e / tp`` per TP rank (sequence parallelism, or Megatron-LM's
+  scatter/gather of the replicated output); ``T h e`` per rank where the engine sends the
+  whole replicated tensor from every rank (DeepSpeed's pipeline engine, ``pp_scatter``
+  false).
 * **pipeline**: ``t = (m + (p - 1) / v) * t_mb`` with ``t_mb`` the heaviest stage's
-  forward plus backward; the bubble is ``(p - 1) / (v m)`` of the busy time.
-* **optimizer**: Adam reads and writes 28 bytes per local trainable parameter.
+  forward plus backward; the bubble is ``(p - 1) / (v m)`` of the busy time. Uneven stages
+  (``p`` not dividing the layers; DeepSpeed's ``type:transformer|embedding`` partition,
+  Megatron's ``--account-for-embedding-in-pipeline-split``): the embedding and the head
+  count as one layer each, ``ceil((L + 2) / p)`` layers on a full stage and one fewer on
+  the last, whose head it also runs; ``t_mb`` is the slower of the two.
+* **fp32 gradient accumulation** outside the GEMMs (DeepSpeed's BF16_Optimizer): 10 bytes
+  per local trainable parameter after every micro-batch's backward, and the data-parallel
+  reduction of those fp32 gradients (4 bytes per parameter instead of 2).
+* **optimizer**: the mixed-precision Adam step moves 44 bytes per local trainable parameter
+  (main-gradient copy, clipping norm, Adam, weight copy; 52 with fp16 loss scaling).
 
 Memory per device (Rajbhandari et al. 2020; Korthikanti et al. 2022 section 4, with
 FlashAttention so no ``5 a s / h`` term): weights ``2 P`` (QLoRA base 4.125 bits), gradients
@@ -46,14 +59,24 @@ import numpy as np
 from ..circuit.calibrated import efficiency
 from ..errors import SpecError
 from .collectives import Group, collective_time
+from .elementwise import FUSED, layer_bytes, lora_bytes
 from .model import Gemm
 
 BF16 = 2.0
 ADAM_STATE = 12.0  # FP32 master weights, first and second moments (Rajbhandari et al. 2020)
-ADAM_STEP_BYTES = 28.0  # master r/w 8, moments r/w 16, gradient read 2, weight write 2
+#: the mixed-precision optimizer step per local trainable parameter (Megatron-LM's
+#: ``MixedPrecisionOptimizer.step``, apex multi-tensor kernels): the 16-bit gradient copied
+#: to the fp32 main gradient (read 2, write 4), its norm for clipping (read 4), Adam (fp32
+#: master read and write 8, moments 16, gradient read 4), the master copied back to the
+#: 16-bit weight (read 4, write 2)
+ADAM_STEP_BYTES = 6.0 + 4.0 + 28.0 + 6.0
+GRAD_ACCUM_FP32_BYTES = 10.0  # per parameter per micro-batch (see training_step)
+FP16_UNSCALE_BYTES = 8.0  # fp16 loss scaling: unscale and check for inf/nan (read 4, write 4)
 QLORA_BYTES = (4 + 8 / 64) / 8  # NF4 with one 8-bit scale per 64 (Dettmers et al. 2023)
 FLASH_BACKWARD = 2.5  # five matmuls in the backward to two in the forward
 LORA_TARGETS = ("qkv", "o", "q_a", "q_b", "kv_a", "kv_b")
+#: which linears carry adapters: the attention projections, or every linear of the layer
+ADAPTER_SETS = ("attention", "all")
 RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
 GROUPS = ("tp", "cp", "ep", "dp", "pp")
 #: bytes per score element moved outside FlashAttention (2-byte scores): forward, the QK^T
@@ -105,6 +128,20 @@ def _sum_gemms(c: Costing, gemms, tokens, tp, slot):
     return flops, time
 
 
+def adapted_gemms(arch, targets: str = "attention") -> list[Gemm]:
+    """The GEMMs LoRA adapts: the attention projections, with ``"all"`` the MLP's too (a
+    gated MLP's fused gate-and-up GEMM counted as the two linears PEFT adapts)."""
+    out = [g for g in arch.attention if g.name in LORA_TARGETS]
+    if targets == "all":
+        for g in arch.mlp:
+            if arch.gated and g.split == "n":
+                out += [Gemm(g.name + "_gate", g.k, g.n / 2, g.split),
+                        Gemm(g.name + "_up", g.k, g.n / 2, g.split)]
+            else:
+                out.append(g)
+    return out
+
+
 def placement(sizes: dict, volumes: dict, domain: int):
     """Members per scale-up domain of each group: groups sorted by bytes per step, heaviest
     innermost; a group of stride ``q`` has ``min(size, max(1, domain // q))`` members in one
@@ -128,7 +165,9 @@ def placement(sizes: dict, volumes: dict, domain: int):
 
 def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, recompute,
                   zero, lora, qlora, fp8, capacity_factor=1.0, reserve=0.1, half="bf16",
-                  flash=True, dropout=False, sp=True, dp_overlap=True):
+                  flash=True, dropout=False, sp=True, dp_overlap=True, kernels=FUSED,
+                  lora_targets="attention", lora_dropout=False, uneven=False,
+                  pp_scatter=True, fp32_accumulation=False):
     """Every figure of the step, as arrays over the layouts (see the module docstring)."""
     tp, pp, vpp, dp, cp, ep, mb, gb, seq = (np.asarray(x, dtype=float) for x in
                                             (tp, pp, vpp, dp, cp, ep, mb, gb, seq))
@@ -141,6 +180,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     micro = gb / (mb * dp)  # micro-batches per step (gradient accumulation)
     T = mb * seq / cp  # tokens per micro-batch on one device
     stage_layers = L / pp
+    if uneven:  # the embedding and the head each count as a layer (see the docstring)
+        stage_layers = np.minimum(np.ceil((L + 2) / pp), L)
+        last_layers = stage_layers - 1
     bf = half_slot(c.peaks, half)
     mm_slot = "fp8" if fp8 and "fp8" in c.peaks else bf
     full = recompute == RECOMPUTE["full"]
@@ -179,16 +221,16 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
         t_core_b = 2 * t_mm_core + scores * (UNFUSED_BWD_BYTES + dropout * DROPOUT_BYTES) \
             / c.bandwidth
     shared = np.where(sp, tp, 1.0)  # the replicated part of a layer, sharded by SP
-    ffn_local = arch.ffn_dim / tp
-    e_bytes = (4 * h + 6 * h + dropout * 10 * h) / shared \
-        + (3 if arch.gated else 2) * ffn_local + 2 * (a + kv) * arch.qk_dim / tp
-    if arch.experts:
-        e_bytes = e_bytes + moe_frac * 4 * arch.top_k * capacity_factor * h
-    t_elem = T * e_bytes * BF16 / c.bandwidth
+    e_fwd, e_bwd = layer_bytes(arch, tp, shared, kernels, dropout, moe_frac, capacity_factor)
+    t_elem = T * e_fwd / c.bandwidth
+    t_elem_b = T * e_bwd / c.bandwidth
 
-    # adapters (LoRA rank r on the attention projections): a k x r and an r x n GEMM each
-    lora_gemms = [g for g in arch.attention if g.name in LORA_TARGETS]
+    # adapters (LoRA rank r): a k x r and an r x n GEMM each, and PEFT's elementwise ops
+    lora_gemms = adapted_gemms(arch, lora_targets)
     adapter_per_layer = sum(lora * (g.k + g.n) for g in lora_gemms)
+    l_fwd, l_bwd = lora_bytes(lora_gemms, tp, lora_dropout)
+    t_elem = t_elem + np.where(lora > 0, T * l_fwd / c.bandwidth, 0.0)
+    t_elem_b = t_elem_b + np.where(lora > 0, T * l_bwd / c.bandwidth, 0.0)
     t_adapter = 0.0
     for g in lora_gemms:
         for f in (2.0 * T * g.k * lora, 2.0 * T * lora * g.n / tp):
@@ -198,7 +240,7 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     t_fwd_layer = t_layer_mm + t_core + t_elem + t_adapter
     bwd_mm = np.where(trainable_base, 2.0, 1.0) * t_layer_mm
     selective = recompute == RECOMPUTE["selective"]
-    t_bwd_layer = bwd_mm + t_core_b + 2 * t_elem + 2 * t_adapter \
+    t_bwd_layer = bwd_mm + t_core_b + t_elem_b + 2 * t_adapter \
         + np.where(full, t_fwd_layer, 0.0) + np.where(selective & (not flash), t_core, 0.0)
 
     # head (last stage): LM head GEMM and the fp32 loss
@@ -209,6 +251,9 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
 
     # -- communication per micro-batch (bytes and placement) ------------------------------
     act = T * h * BF16  # one micro-batch's activations on a TP group (full width)
+    # a stage boundary: each TP rank sends its 1 / tp slice (sequence-parallel output, or
+    # Megatron-LM's scatter/gather), or the whole replicated tensor (DeepSpeed's engine)
+    p2p_msg = np.where(sp | pp_scatter, act / tp, act)
     n_tp = stage_layers * np.where(full, 12.0, 8.0)  # AG and RS: fwd, bwd (and recompute)
     kv_chunk = 2.0 * T * kv * arch.qk_dim * BF16 / np.minimum(tp, kv)
     n_moe_stage = stage_layers * moe_frac
@@ -223,11 +268,13 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     embed_local = np.where(pp > 1, 0.0, 0.0 if arch.tied else arch.embedding_params / tp)
     stage_dense = stage_layers * dense_local + head_local + embed_local
     stage_expert = stage_layers * expert_local
-    grad_bytes = BF16 * (stage_dense * trainable_layer + stage_layers * adapter_per_layer / tp)
-    grad_expert = BF16 * stage_expert * trainable_layer
+    grad_size = np.where(fp32_accumulation, 4.0, BF16)  # fp32-accumulated: reduced in fp32
+    grad_bytes = grad_size * (stage_dense * trainable_layer
+                              + stage_layers * adapter_per_layer / tp)
+    grad_expert = grad_size * stage_expert * trainable_layer
     volumes = {"tp": n_tp * act * micro, "cp": stage_layers * 3 * (cp - 1) * kv_chunk * micro,
                "ep": n_moe_stage * 4 * a2a_msg * micro, "dp": grad_bytes * 2 + grad_expert,
-               "pp": 2 * act / tp * micro}
+               "pp": 2 * p2p_msg * micro}
     inner, stride = placement({"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp}, volumes,
                               c.domain)
     topo, reg, algo = c.topology, c.registry, c.algorithm
@@ -243,10 +290,23 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
                            + np.maximum(0.0, 2 * t_cp_layer - FLASH_BACKWARD * t_core))
     t_ep = np.where(ep > 1, n_moe_stage * 4 * coll("all_to_all", a2a_msg, ep, inner["ep"]),
                     0.0)
-    t_p2p = np.where(pp > 1, coll("p2p", act / tp, pp, inner["pp"]), 0.0)
+    t_p2p = np.where(pp > 1, coll("p2p", p2p_msg, pp, inner["pp"]), 0.0)
 
+    trainable_local = (stage_dense + stage_expert) * trainable_layer \
+        + stage_layers * adapter_per_layer / tp
+    # gradients accumulated into an fp32 buffer after each micro-batch's backward, outside
+    # the GEMMs (DeepSpeed's BF16_Optimizer): read the 16-bit gradient 2, the buffer 4, write 4
+    t_accum = np.where(fp32_accumulation, GRAD_ACCUM_FP32_BYTES * trainable_local
+                       / c.bandwidth, 0.0)
     t_f = stage_layers * t_fwd_layer + t_head_f  # the last (heaviest) stage
-    t_b = stage_layers * t_bwd_layer + t_head_b
+    t_b = stage_layers * t_bwd_layer + t_head_b + t_accum
+    if uneven:  # the slower of a full middle stage and the last stage with the head
+        mid_f, mid_b = stage_layers * t_fwd_layer, stage_layers * t_bwd_layer + t_accum
+        last_f = last_layers * t_fwd_layer + t_head_f
+        last_b = last_layers * t_bwd_layer + t_head_b + t_accum
+        mid_slower = mid_f + mid_b >= last_f + last_b
+        t_f = np.where(mid_slower, mid_f, last_f)
+        t_b = np.where(mid_slower, mid_b, last_b)
     compute = micro * (t_f + t_b)
     busy = compute + micro * (t_tp + t_cp + t_ep)
     bubble = (pp - 1) / vpp * (t_f + t_b + t_tp + t_cp + t_ep)
@@ -255,8 +315,6 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     dp_all = dp * cp
     dp_exp = dp * cp / ep
     buckets = np.maximum(stage_layers, 1.0)
-    trainable_local = (stage_dense + stage_expert) * trainable_layer \
-        + stage_layers * adapter_per_layer / tp
     w_bytes = np.where(qlora, QLORA_BYTES, BF16)
     weight_bytes = w_bytes * (stage_dense + stage_expert) \
         + BF16 * stage_layers * adapter_per_layer / tp
@@ -277,7 +335,8 @@ def training_step(arch, c: Costing, *, tp, pp, vpp, dp, cp, ep, mb, gb, seq, rec
     dp_time = np.where(dp_all > 1, np.where(zero >= 3, zero3, exposed_sync), 0.0)
 
     opt_shard = np.where(zero >= 1, dp_all, 1.0)
-    optimizer = ADAM_STEP_BYTES * trainable_local / opt_shard / c.bandwidth
+    step_bytes = ADAM_STEP_BYTES + (FP16_UNSCALE_BYTES if bf == "fp16" else 0.0)
+    optimizer = step_bytes * trainable_local / opt_shard / c.bandwidth
 
     step = busy + bubble + pp_comm + dp_time + optimizer
 

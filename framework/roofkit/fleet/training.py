@@ -62,6 +62,9 @@ class TrainingEstimate(Result):
     plugin_set: tuple = ()
     energy_per_step_j: float | None = None
     cost_per_step_usd: float | None = None
+    # the per-op energy model (:func:`step_energy`): all devices and the nodes' other power
+    energy_per_op_step_j: float | None = None
+    device_class: str = ""  # vendor and category, the stratum of its intervals
 
     HEADLINE = (
         Headline("step_time", "s", "step_time_s"),
@@ -106,8 +109,24 @@ class TrainingEstimate(Result):
 
         return Q(self.memory_per_device_bytes, "byte")
 
-    def to_dict(self) -> dict:
+    def intervals(self, level: float = 0.8) -> dict:
+        """The prediction intervals of the step time and the tokens/s at ``level``, from the
+        training cases' out-of-sample step-time residuals (:mod:`roofkit.intervals`); the
+        tokens/s interval is the tokens per step over the step time's."""
+        from ..intervals import TRAIN_METRIC, Interval, interval, table
+
+        iv = interval(self.step_time_s, table(), metric=TRAIN_METRIC,
+                      device_class=self.device_class,
+                      inside=self.basis.startswith("measured"), level=level)
+        if iv is None:
+            return {}
+        tps = Interval(self.tokens_per_s, self.tokens_per_step / iv.hi,
+                       self.tokens_per_step / iv.lo, iv.level, iv.stratum, iv.n)
+        return {"step_time_s": iv, "tokens_per_s": tps}
+
+    def to_dict(self, level: float = 0.8) -> dict:
         out = {
+            "intervals": {k: v.to_dict() for k, v in self.intervals(level).items()},
             "workload": self.workload, "cluster": self.cluster, "device": self.device,
             "devices": self.layout.devices, "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "hfu": self.hfu,
@@ -125,6 +144,10 @@ class TrainingEstimate(Result):
             out["energy_per_step_j"] = self.energy_per_step_j
             out["energy_per_million_tokens_j"] = self.energy_per_step_j / self.tokens_per_step \
                 * 1e6
+        if self.energy_per_op_step_j is not None:
+            out["energy_per_step_measured_model_j"] = self.energy_per_op_step_j
+            out["energy_per_million_tokens_measured_model_j"] = \
+                self.energy_per_op_step_j / self.tokens_per_step * 1e6
         if self.cost_per_step_usd is not None:
             out["cost_per_step_usd"] = self.cost_per_step_usd
             out["cost_per_million_tokens_usd"] = self.cost_per_step_usd \
@@ -150,18 +173,26 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
           vpp: int = 1, dp: int | None = None, cp: int = 1, ep: int = 1,
           micro_batch: int = 1, global_batch: int | None = None, seq_len: int = 2048,
           precision: str = "bf16", recompute: str = "none", zero: int = 0,
-          lora: int | None = None, qlora: int | None = None, basis: str = "calibrated",
+          lora: int | None = None, qlora: int | None = None, basis: str = "auto",
           capacity_factor: float = 1.0, reserve: float = DEFAULT_RESERVE,
           collective_algorithm: str | None = None, price_per_device_hour: float | None = None,
           attention: str = "flash", dropout: bool = False, sequence_parallel: bool = True,
-          dp_overlap: bool = True, registry=None) -> TrainingEstimate:
+          dp_overlap: bool = True, kernels: str = "fused", lora_targets: str = "attention",
+          lora_dropout: bool = False, uneven_stages: bool = False, pp_scatter: bool = True,
+          fp32_accumulation: bool = False,
+          registry=None) -> TrainingEstimate:
     """Estimate one training step of ``workload`` on ``cluster`` (a name, ``NxDEVICE``, a
     TOML path or a spec) under the given layout. ``dp`` defaults to what the devices leave
-    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank."""
+    (``devices / (tp pp cp)``); ``global_batch`` to one micro-batch per data-parallel rank.
+    ``basis="auto"`` (the default): calibrated where the cluster's device has a calibration,
+    else datasheet."""
+    from ..circuit.roofline import resolve_basis
+
     registry = resolve_registry(registry)
     n_given = devices if devices is not None else (tp * pp * cp * dp if dp is not None
                                                    else None)
     cl = training_cluster(cluster, registry, n_given)
+    basis = resolve_basis(basis, cl.device, registry)
     arch = arch_of(workload, registry)
     if lora and qlora:
         raise SpecError("give --lora RANK or --qlora RANK, not both")
@@ -179,7 +210,12 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                                  capacity_factor=capacity_factor,
                                  sequence_parallel=sequence_parallel, attention=attention,
                                  dropout=bool(dropout), dp_overlap=bool(dp_overlap),
-                                 collective_algorithm=collective_algorithm), arch, n)
+                                 collective_algorithm=collective_algorithm, kernels=kernels,
+                                 lora_targets=lora_targets,
+                                 lora_dropout=bool(lora_dropout),
+                                 uneven_stages=bool(uneven_stages),
+                                 pp_scatter=bool(pp_scatter),
+                                 fp32_accumulation=bool(fp32_accumulation)), arch, n)
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
         raise SpecError(f"reserve must be a fraction of device memory in [0, 1), got {reserve}")
@@ -190,12 +226,60 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
                       capacity_factor=capacity_factor, reserve=reserve,
                       half="fp16" if precision == "fp16" else "bf16",
                       flash=attention == "flash", dropout=bool(dropout), sp=sequence_parallel,
-                      dp_overlap=bool(dp_overlap))
+                      dp_overlap=bool(dp_overlap), kernels=kernels,
+                      lora_targets=lora_targets, lora_dropout=bool(lora_dropout),
+                      uneven=bool(uneven_stages), pp_scatter=bool(pp_scatter),
+                      fp32_accumulation=bool(fp32_accumulation))
     return _estimate(arch, cl, layout, r, c, basis_text, registry, price_per_device_hour)
 
 
 def _f(x) -> float:
     return float(np.asarray(x))
+
+
+def step_traffic(r, layout) -> float:
+    """DRAM bytes one device moves in a step, from its memory parts (an estimate, not a
+    measured count): per micro-batch the forward reads the weights once and the backward
+    twice (data and weight gradients), the gradients are accumulated (read and written) and
+    one micro-batch's activations are written and read back; the optimizer step reads and
+    writes the weights and the optimizer state and reads the gradients:
+
+    ``B = m (3 W + 2 G + 2 A / k) + 2 W + G + 2 O``, ``k = min(m, pp)`` micro-batches in
+    flight."""
+    m = _f(r["micro_batches"])
+    w, g, o, a = (_f(r[k]) for k in ("weights", "gradients", "optimizer_state", "activations"))
+    k = max(1.0, min(m, float(layout.pp))) if layout.pp > 1 else 1.0
+    return m * (3.0 * w + 2.0 * g + 2.0 * a / k) + 2.0 * w + g + 2.0 * o
+
+
+def step_energy(device, cluster, layout, r, step: float, table=None) -> float | None:
+    """J of a training step on the per-op model (:mod:`roofkit.energy`), or None where the
+    device has no per-op constants or no TDP. Per device
+
+    ``E_d = min(P_static t + e_flop[slot] F / n + e_byte B, TDP t)``
+
+    (``F`` the step's hardware FLOPs over ``n`` devices, ``B`` :func:`step_traffic`; link
+    bytes are not charged, the step model gives collective times, not bytes), plus each
+    node's power beyond its devices, ``node_power - devices_per_node * TDP`` (the cluster's
+    maximum system power: an upper bound), over the step: ``E = n E_d + nodes P_rest t``."""
+    from .. import energy as _energy
+
+    c = _energy.constants(device.name, table)
+    tdp = float(device.power.tdp or 0.0)
+    if c is None or tdp <= 0.0:
+        return None
+    slot = "fp8" if layout.precision == "fp8" else (
+        "fp16" if layout.precision == "fp16" else "bf16")
+    peak = float(device.compute.get(slot) or device.compute.get("bf16") or 0.0)
+    n = layout.devices
+    flops = _f(r["hardware_flops"]) / n
+    per_device = min(c.p_busy * step + c.e_flop(tdp, peak, slot) * flops
+                     + c.e_byte * step_traffic(r, layout), tdp * step)
+    rest = 0.0
+    if cluster.node_power:
+        nodes = max(1, n // cluster.devices_per_node)
+        rest = nodes * max(cluster.node_power - cluster.devices_per_node * tdp, 0.0) * step
+    return n * per_device + rest
 
 
 def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEstimate:
@@ -226,4 +310,6 @@ def _estimate(arch, cl, layout, r, c, basis_text, registry, price) -> TrainingEs
         breakdown={k: _f(r[k]) for k in BREAKDOWN}, placement=place,
         basis=basis_text + (" ; energy at node power (or device TDP) for the whole step"
                             if energy is not None else ""),
-        plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost)
+        plugin_set=registry.plugin_set, energy_per_step_j=energy, cost_per_step_usd=cost,
+        energy_per_op_step_j=step_energy(device, cl, layout, r, step),
+        device_class=f"{(device.vendor or 'other').lower()} {device.category}")

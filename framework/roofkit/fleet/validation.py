@@ -46,7 +46,7 @@ class TrainingCaseResult:
                 **{f"error_{b}": self.error(b) for b in BASES}}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class TrainingReport:
     cases: tuple
 
@@ -83,6 +83,15 @@ class TrainingReport:
         return {"kind": "training", "cases": [c.to_dict() for c in self.cases],
                 "summary": self.summary()}
 
+    def __repr__(self) -> str:
+        scored = sum(c.scored for c in self.cases)
+        lines = [f"<TrainingReport {len(self.cases)} training cases, {scored} scored"]
+        for b, s in self.summary().items():
+            med = s["median_abs_error"]
+            lines.append(f"  {b:<12} median |error| "
+                         f"{'-' if med is None else f'{med:.1%}'} over {s['scored']}")
+        return "\n".join(lines) + ">"
+
 
 def _calibrated(device: str, registry) -> bool:
     cat = registry.catalogues.get("calibration") or {}
@@ -98,7 +107,10 @@ def predict(case, basis: str, registry):
                 recompute=lo.recompute, zero=lo.zero, lora=lo.lora or None,
                 qlora=(lo.lora if lo.qlora else None), basis=basis, attention=lo.attention,
                 dropout=lo.dropout, sequence_parallel=lo.sequence_parallel,
-                dp_overlap=lo.dp_overlap, registry=registry)
+                dp_overlap=lo.dp_overlap, kernels=lo.kernels, lora_targets=lo.lora_targets,
+                lora_dropout=lo.lora_dropout, uneven_stages=lo.uneven_stages,
+                pp_scatter=lo.pp_scatter, fp32_accumulation=lo.fp32_accumulation,
+                registry=registry)
     value = est.step_time_s if case.metric == "step_s" else est.tokens_per_s
     return value, est
 

@@ -13,3 +13,13 @@ from .simulate import Disagg, LoadEstimate, SpecDecode, parse_slo, simulate
 
 __all__ = ["Disagg", "LoadEstimate", "PlanResult", "SpecDecode", "parse_slo", "plan",
            "simulate"]
+
+
+def __getattr__(name: str):
+    """``roofkit.load.validation`` (and every other submodule) after ``import roofkit``."""
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

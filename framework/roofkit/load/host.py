@@ -6,8 +6,9 @@
 ``K`` is the plan's kernel count and ``launch`` the roofline's kernel launch (serve's
 host-dispatch arithmetic); ``graph_launch`` the host calibration's ``launch.graph``.
 ``dispatch(b)`` is the engine's measured step time at ``b`` sequences (the host calibration
-profile it names, interpolated linearly and extended linearly past its measured batches, as
-``roofkit serve --engine`` does, and reported when a run leaves that range), else the
+profile it names, interpolated linearly, extended linearly below its measured batches and
+held at the largest measured batch's value above them, as ``roofkit serve --engine`` does,
+and reported when a run leaves that range), else the
 launch-and-wait round trip ``launch.kernel_sync`` (calibrated basis) or the device spec's
 ``overheads.dispatch`` (datasheet basis): what ``roofkit serve`` charges without an engine.
 """
@@ -40,16 +41,16 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
     if h is not None and calibrated and (h.calibration or h.by_batch):
         if h.calibration:
             prof = _overhead.engine_profile(host, h.calibration)
-            keys = sorted({int(k) for t in prof.components.values() for k in t.by_batch})
+            measured = _overhead.measured_range(prof)
             dispatch = np.array([_overhead.engine_step_time(prof, max(int(x), 1)) for x in b])
             source = f"engine {engine.name}: host calibration {h.calibration!r} ({prof.source})"
         else:
             keys = sorted(int(k) for k in h.by_batch)
+            measured = (keys[0], keys[-1]) if len(keys) > 1 else None
             xs = np.array(keys, dtype=float)
             ys = np.array([h.by_batch[str(k)] for k in keys])
             dispatch = np.array([_overhead._interp_linear(max(x, 1.0), xs, ys) for x in b])
             source = f"engine {engine.name}: {h.source}"
-        measured = (keys[0], keys[-1])
     else:
         step = _overhead.step_overhead(roofline, host, kernels, 1, None)
         dispatch = np.full(b.shape, step.dispatch)

@@ -462,7 +462,7 @@ def _pareto(rows):
 def plan(workload, devices, *, input_len: int | None = None, output_len: int | None = None,
          slo, max_devices: int = 8, precisions=None, concurrencies=CONCURRENCIES,
          engine: str | None = "vllm", disagg: bool = True, kv_cache_dtype: str = "bf16",
-         basis: str = "calibrated", verify: int = 3, trace=None, executor=None,
+         basis: str = "auto", verify: int = 3, trace=None, executor=None,
          registry=None) -> PlanResult:
     """Search configurations for ``slo`` (``"ttft_p90=2s,tpot_p90=50ms"``); see the module
     docstring. ``devices``: device names (one node each, or the ad hoc cluster
@@ -473,7 +473,10 @@ def plan(workload, devices, *, input_len: int | None = None, output_len: int | N
     (``input_len``/``output_len`` default to them) and whose length pairs, in order, feed
     the verification. ``executor``: any ``concurrent.futures.Executor`` (one work item per
     device and precision; pass ``registry`` as ``roofkit.sweep.RegistrySettings`` for
-    process pools). ``verify``: how many of the best to re-run through the simulator."""
+    process pools). ``verify``: how many of the best to re-run through the simulator.
+    ``basis="auto"`` (the default): each device on calibrated where it has a calibration,
+    else datasheet."""
+    from ..circuit.roofline import resolve_basis
     from ..registry import resolve
     from ..sweep.distribute import local_registry, portable_registry, shares_memory
     from .simulate import parse_slo
@@ -513,7 +516,8 @@ def plan(workload, devices, *, input_len: int | None = None, output_len: int | N
             settings = registry if executor is None or shares_memory(executor) else \
                 portable_registry(registry)
             items.append((w.name, target, p, int(input_len), int(output_len), slo,
-                          int(max_devices), engine, kv_cache_dtype, basis,
+                          int(max_devices), engine, kv_cache_dtype,
+                          resolve_basis(basis, d, reg),
                           tuple(int(c) for c in concurrencies), bool(disagg),
                           settings if executor is not None else reg))
     results = list(executor.map(plan_group, items)) if executor is not None else \

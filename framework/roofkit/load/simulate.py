@@ -206,25 +206,37 @@ class LoadEstimate(Result):
     plugins: tuple[str, ...] = ()
     device_class: str = ""  # vendor and category, the stratum of its intervals
     inside: bool = False  # its device's bandwidth is measured (the intervals' range)
+    # (pools of (replica, traces, devices per trace), device spec): energy, on access
+    energy_parts: tuple = attrs.field(default=(), repr=False)
+    #: a step ran outside the batch range the engine's host time (or a kernel profile) was
+    #: measured at: its intervals take the "outside the calibrated range" stratum
+    outside_profile_range: bool = False
 
-    #: the figures that carry an interval: (key, the mean of which table or attribute)
-    INTERVALS = ("ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s")
+    #: the figures that carry an interval: the latencies' mean (``ttft_ms``) and percentiles
+    #: (``ttft_ms_p90``), the throughputs
+    LATENCIES = ("ttft", "tpot", "itl", "e2e")
 
     def intervals(self, level: float = 0.8) -> dict:
-        """Per headline figure (the mean latencies, the throughput) its prediction interval
-        from the load cases' out-of-sample residuals (:mod:`roofkit.intervals`)."""
+        """Per headline figure (each latency's mean and p50/p90/p99, the throughputs) its
+        prediction interval from the load cases' out-of-sample residuals
+        (:mod:`roofkit.intervals`). The load cases publish means, so a percentile takes the
+        relative interval of its mean's stratum (the stratum names the mean's metric), and
+        ITL takes TPOT's (its mean per output token)."""
         from ..intervals import engine_family, interval, table
 
         rows, out = table(), {}
-        for key in self.INTERVALS:
-            v = (self.output_tokens_per_s if key == "output_tokens_per_s" else
-                 getattr(self, key.removesuffix("_ms"))["mean"] * 1e3)
-            if not math.isfinite(v):
+        inside = (self.inside and self.basis.startswith("measured")
+                  and not self.outside_profile_range)
+        figures = [(f"{m}_ms" + ("" if q == "mean" else f"_{q}"),
+                    f"load_{'tpot' if m == 'itl' else m}_ms", getattr(self, m)[q] * 1e3)
+                   for m in self.LATENCIES for q in ("mean", "p50", "p90", "p99")]
+        figures += [(k, f"load_{k}", getattr(self, k))
+                    for k in ("output_tokens_per_s", "requests_per_s")]
+        for key, metric, v in figures:
+            if not math.isfinite(v) or v <= 0:
                 continue
-            iv = interval(v, rows, metric=f"load_{key}", engine=engine_family(self.engine),
-                          device_class=self.device_class,
-                          inside=self.inside and self.basis.startswith("measured"),
-                          level=level)
+            iv = interval(v, rows, metric=metric, engine=engine_family(self.engine),
+                          device_class=self.device_class, inside=inside, level=level)
             if iv is not None:
                 out[key] = iv
         return out
@@ -245,6 +257,38 @@ class LoadEstimate(Result):
     @property
     def output_tokens_per_s(self) -> float:
         return self.output_tokens / self.duration if self.duration > 0 else math.nan
+
+    @property
+    def energy(self) -> float:
+        """J of all devices over the run (:mod:`roofkit.load.energy`: the per-op model over
+        every step, idle time at idle power; the TDP model where the device has no per-op
+        constants)."""
+        if not self.energy_parts:
+            return math.nan
+        from .energy import run_energy
+
+        pools, device = self.energy_parts
+        return run_energy(pools, self.duration, device)
+
+    @property
+    def energy_model(self) -> str:
+        from ..energy import model_name
+
+        return model_name(self.device)
+
+    @property
+    def energy_per_output_token(self) -> float:
+        """J per generated token, all devices: energy / output tokens."""
+        return self.energy / self.output_tokens if self.output_tokens else math.nan
+
+    @property
+    def energy_per_request(self) -> float:
+        return self.energy / self.requests if self.requests else math.nan
+
+    @property
+    def average_power_per_device(self) -> float:
+        """W: energy / (duration * devices)."""
+        return self.energy / (self.duration * self.devices) if self.duration > 0 else math.nan
 
     @property
     def input_tokens_per_s(self) -> float:
@@ -289,6 +333,11 @@ class LoadEstimate(Result):
             "mean_batch": self.mean_batch, "max_batch": self.max_batch,
             "kv_peak_fraction": self.kv_peak_fraction,
             "kv_mean_fraction": self.kv_mean_fraction,
+            "energy_j": self.energy, "energy_model": self.energy_model,
+            "energy_per_output_token_j": self.energy_per_output_token,
+            "energy_per_request_j": self.energy_per_request,
+            "average_power_per_device_w": self.average_power_per_device,
+            "outside_profile_range": self.outside_profile_range,
             "basis": self.basis, "notes": list(self.notes), "plugins": list(self.plugins),
             **{k: v for k, v in self.headline().items() if k.endswith(("p50_ms", "p90_ms"))},
             "timeline": self.timeline_samples(),
@@ -374,7 +423,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                        basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
                        max_context=longest + 2 * verify, verify=verify, ep=ep,
-                       a2a=fabric.all_to_all(ep) if ep > 1 else None)
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None,
+                       engine=spec_e.name if spec_e is not None else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -444,16 +494,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,
-               max_context, verify, ep=1, a2a=None) -> StepCosts:
+               max_context, verify, ep=1, a2a=None, engine=None) -> StepCosts:
     """The step tables of a deployment, built once per registry (they hold plain floats)."""
     key = ("load-step-costs", w.name, d.name, tp, precision, kv_cache_dtype, basis,
-           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a)
+           int(max_rows), int(max_seqs), int(max_context), int(verify), int(ep), a2a, engine)
     hit = reg._memo.get(key)
     if hit is not None and hit[0] is w and hit[1] is d:
         return hit[2]
     costs = StepCosts(w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
                       basis=basis, registry=reg, max_rows=max_rows, max_seqs=max_seqs,
-                      max_context=max_context, verify=verify, ep=ep, a2a=a2a)
+                      max_context=max_context, verify=verify, ep=ep, a2a=a2a, engine=engine)
     reg._memo[key] = (w, d, costs)
     return costs
 
@@ -480,7 +530,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
              engine: str | None = "vllm", max_num_seqs: int | None = None,
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
              policy: str | None = None, prefix_hit: float = 0.0, disagg=None,
-             spec_decode=None, slo=None, seed: int = 0, basis: str = "calibrated",
+             spec_decode=None, slo=None, seed: int = 0, basis: str = "auto",
              registry=None) -> LoadEstimate:
     """Simulate serving a request stream under load; see the module docstring.
 
@@ -502,10 +552,15 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
         threshold (percentile keys are compared per request), ``slo_met`` the percentiles.
+    :param basis: ``calibrated``, ``datasheet`` or ``auto`` (the default: calibrated where
+        the device has a calibration, else datasheet).
     """
+    from ..circuit.roofline import resolve_basis
+
     reg = resolve(registry)
     w = reg.workload(workload)
     d, fab = fabric_of(reg, device)
+    basis = resolve_basis(basis, d, reg)
     if attention_dp is not None and attention_dp != ep:
         raise SpecError(f"attention_dp {attention_dp} with ep {ep}: the DeepSeek-style layout "
                         "modelled runs attention data-parallel over the same ranks as the "
@@ -548,6 +603,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         finish = np.concatenate([tr.finish for tr in traces])
         devices = tp * dp * pp * ep
         reps = [rep]
+        pools = ((rep, traces, tp),)
         layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
         if fab.out is not None:
             layout["cluster"] = fab.name
@@ -587,6 +643,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         traces = dtr
         devices = ptp * dis.prefill_workers + dtp * dis.decode_workers
         reps = [prep, drep]
+        pools = ((prep, ptr, ptp), (drep, dtr, dtp))
         layout = {"prefill_workers": dis.prefill_workers, "prefill_tp": ptp,
                   "decode_workers": dis.decode_workers, "decode_tp": dtp}
         if fab.out is not None:
@@ -624,6 +681,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         stats = {"ttft": _stats(ttft), "tpot": _stats(tpot), "e2e": _stats(e2e),
                  "itl": _stats(itl_x, itl_w)}
         met = all(stats[k.split("_")[0]][k.split("_")[1]] <= v for k, v in slo.items())
+    outside = False  # a step outside the engine profile's measured batch range
     for rep in reps:
         notes += list(rep.notes)
         h = rep.host
@@ -633,9 +691,19 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             s_lo = min(x[0] for x in seen)
             s_hi = max(x[1] for x in seen)
             if s_lo < lo or s_hi > hi:
+                outside = True
                 notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
-                             f"sequences, measured at {lo}..{hi} (extended linearly); "
-                             f"{h.source}")
+                             f"sequences, measured at {lo}..{hi} (extended linearly below "
+                             f"{lo}, held at its batch-{hi} value above); {h.source}")
+    for rep in reps:  # engine kernels measured at other GEMM rows than the steps ran
+        from ..circuit.kernels import outside as _kernels_outside
+
+        ranges = {*rep.costs.decode_plan.kernel_ranges, *rep.costs.prefill_plan.kernel_ranges}
+        rows = [int(x) for tr in traces for x in (tr.step_tokens.min(), tr.step_tokens.max())
+                if len(tr.step_tokens)]
+        beyond = _kernels_outside(sorted(ranges), np.array(rows)) if rows else []
+        outside = outside or bool(beyond)
+        notes += beyond
     notes.append(f"host per step: {reps[-1].host.source}")
     if prefix_hit:
         notes.append(f"prefix cache: {prefix_hit:.0%} of each new prompt's tokens (whole "
@@ -650,7 +718,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     return LoadEstimate(
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
         inside=device_roofline(d, "calibrated", reg).bandwidth_measured,
-        workload=w.name, device=d.name, engine=eng_name, layout=layout,
+        outside_profile_range=outside, workload=w.name, device=d.name, engine=eng_name,
+        layout=layout,
         pattern=st.describe, basis=reps[-1].costs.basis, ttft=_stats(ttft), tpot=_stats(tpot),
         itl=_stats(itl_x, itl_w), e2e=_stats(e2e), requests=len(st), duration=duration,
         input_tokens=int(np.sum(in_len)), output_tokens=int(np.sum(out_len)),
@@ -663,7 +732,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         timeline={"time_s": tr0.step_end, "step_s": tr0.step_time, "batch": tr0.step_seqs,
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
-        pd_ratio=pd_ratio, plugins=reg.plugin_set)
+        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d))
 
 
 def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:

@@ -85,11 +85,13 @@ class StepCosts:
 
     def __init__(self, workload, device, *, tp=1, precision=None, kv_cache_dtype="bf16",
                  basis="calibrated", registry=None, max_rows=8192, max_seqs=256,
-                 max_context=8192, verify=1, formats=None, ep=1, a2a=None):
+                 max_context=8192, verify=1, formats=None, ep=1, a2a=None, engine=None):
         kw = {"precision": precision, "kv_cache_dtype": kv_cache_dtype, "basis": basis,
               "tp": tp, "registry": registry}
         if formats:
             kw["formats"] = formats
+        if engine:  # the engine's kernel profiles cost the nodes they cover
+            kw["engine"] = engine
         self.kw = kw
         dplan = _circuit.plan(workload, device, "decode", **kw)
         pplan = _circuit.plan(workload, device, "prefill", **kw)

@@ -70,6 +70,7 @@ class LoadCaseResult:
     reason: str = ""
     origin: str = ""  # the source's origin (roofkit.serving.loso.origin)
     removed: tuple[str, ...] = ()  # calibration constants of its origin left out of its LOSO
+    cause: str = ""  # the case spec's one line on why the prediction misses, where known
 
     def error(self, basis: str) -> float | None:
         p = self.predicted.get(basis)
@@ -79,12 +80,12 @@ class LoadCaseResult:
         return {"name": self.name, "metric": self.metric, "statistic": self.statistic,
                 "config": self.config, "measured": self.measured, "scored": self.scored,
                 "reason": self.reason,
-                "origin": self.origin, "loso_removed": list(self.removed),
+                "origin": self.origin, "loso_removed": list(self.removed), "cause": self.cause,
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LoadReport:
     cases: tuple[LoadCaseResult, ...]
     independence: tuple[dict, ...] = ()  # per constant: origin and LOSO statement
@@ -111,6 +112,34 @@ class LoadReport:
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "summary": self.summary(),
                 "independence": list(self.independence)}
+
+    def to_pandas(self):
+        """One row per case: measured, predicted and error per basis (and LOSO)."""
+        from ..fleet.report import frame
+
+        return frame([c.to_dict() for c in self.cases])
+
+    def _lines(self) -> list[tuple[str, str]]:
+        """Median |error| per metric family and basis, with the scored count."""
+        out = []
+        for fam, by in self.summary().items():
+            cells = [f"{b} {by[b]['median_abs_error']:.1%} ({by[b]['cases']})"
+                     for b in (*BASES, LOSO) if by[b]["median_abs_error"] is not None]
+            out.append((fam, ", ".join(cells) or "nothing scored"))
+        return out
+
+    def __repr__(self) -> str:
+        scored = sum(c.scored for c in self.cases)
+        lines = [f"<LoadReport {len(self.cases)} load cases, {scored} scored; median |error|"]
+        lines += [f"  {fam:<12} {text}" for fam, text in self._lines()[:12]]
+        return "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        from ..fleet.report import html_table
+
+        scored = sum(c.scored for c in self.cases)
+        return html_table(f"load validation: {len(self.cases)} cases, {scored} scored "
+                          "(median |error| per basis, cases scored)", self._lines())
 
 
 def _describe(case: LoadCase) -> str:
@@ -153,7 +182,8 @@ def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport
             except RoofkitError:
                 predicted[LOSO] = None
         out.append(LoadCaseResult(case.name, case.metric, case.statistic, _describe(case),
-                                  case.value, predicted, not reason, reason, o, removed))
+                                  case.value, predicted, not reason, reason, o, removed,
+                                  case.cause))
     origins = [c.origin for c in out if c.scored]
     return LoadReport(tuple(out), tuple(_loso.statements(reg, origins, engines=True))
                       if loso else ())

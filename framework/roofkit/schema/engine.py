@@ -8,16 +8,24 @@ a request, which decode batch sizes replay a captured CUDA graph (one launch) an
 launch every kernel, and the engine's own host time per step. Every default names the file
 and place it was read from; the host time is a measured table whose batch range the
 simulator reports a run beyond.
+
+``[[kernels]]`` lists the kernels the engine runs for its GEMMs and its attention, per
+version, weight format and device: which compute slot a kernel's math uses and at what
+fraction of that slot's peak, what fraction of the memory bandwidth its traffic reaches,
+whether decode attention re-reads the KV cache once per query head, and the batch range it
+was measured at. The circuit costs the nodes a kernel covers with it
+(:mod:`roofkit.circuit.kernels`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import attrs
 
 from .common import check_key
-from .fields import MAX_COUNT, count, counts, quantities, quantity
+from .fields import MAX_COUNT, count, counts, fraction, quantities, quantity
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve"]
@@ -87,6 +95,93 @@ class HostOverhead(Cited):
     overlap: bool = False
 
 
+KernelOp = Literal["gemm", "attention"]
+KvReads = Literal["per_kv_head", "per_query_head"]
+MODES = ("decode", "prefill")
+
+
+@attrs.frozen
+class KernelProfile(Cited):
+    """One kernel of an engine and the nodes it covers (every listed condition holds; an
+    empty list is any). The first matching entry of ``[[kernels]]`` wins.
+
+    ``op``: ``gemm`` covers the weight matmuls, ``attention`` the attention over the KV
+    cache. ``formats``: the weight formats (gemm) or KV-cache formats (attention) it serves.
+    ``devices``: device keys, vendors (``nvidia``) or classes (``nvidia workstation``).
+    ``since`` / ``before``: the engine versions it ships in (``since <= v < before``).
+    ``query_heads_per_kv`` / ``head_dims``: the attention shapes it accepts. ``slot``: the
+    compute slot its math runs on (empty: the slot the operand formats select);
+    ``compute_efficiency`` and ``memory_efficiency``: the fractions of that slot's peak and
+    of the memory bandwidth it reaches (1: the roofline's). ``kv_reads``:
+    ``per_query_head`` when each query head's thread block reads its KV head's cache
+    (masked multi-head attention with grouped KV heads). ``batch_range``: the smallest and
+    largest GEMM rows (tokens of one step) its figures were measured at."""
+
+    name: str = ""
+    op: KernelOp = "gemm"
+    modes: list[str] = attrs.field(factory=lambda: list(MODES))
+    formats: list[str] = attrs.field(factory=list)
+    devices: list[str] = attrs.field(factory=list)
+    since: str = ""
+    before: str = ""
+    query_heads_per_kv: list[int] = counts()
+    head_dims: list[int] = counts()
+    slot: str = ""
+    compute_efficiency: float = fraction(default=1.0)
+    memory_efficiency: float = fraction(default=1.0)
+    kv_reads: KvReads = "per_kv_head"
+    batch_range: list[int] = counts()
+
+    @property
+    def measured(self) -> bool:
+        """Whether the profile carries a measured number (an efficiency below 1), not only
+        which kernel runs."""
+        return self.compute_efficiency != 1.0 or self.memory_efficiency != 1.0
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"0.6.1"`` -> ``(0, 6, 1)``: the leading digits of each dotted part, up to the first
+    part without any (``"v0.9.0rc1"`` -> ``(0, 9, 0)``; a build number ``"b3166"`` ->
+    ``(3166,)``)."""
+    out = []
+    for part in version.strip().lstrip("vVb").split("."):
+        m = re.match(r"\d+", part)
+        if m is None:
+            break
+        out.append(int(m[0]))
+    return tuple(out)
+
+
+def _kernel_problems(i: int, k: KernelProfile) -> list[tuple[str, str]]:
+    at = f"kernels[{i}]"
+    out = []
+    if not k.name:
+        out.append((f"{at}.name", "name the kernel (e.g. \"masked-mha\", \"mmq\")"))
+    if not k.source:
+        out.append((f"{at}.source", "say where the kernel and its figures were read"))
+    for m in k.modes:
+        if m not in MODES:
+            out.append((f"{at}.modes", f"a mode is decode or prefill, got {m!r}"))
+    for key in ("since", "before"):
+        v = getattr(k, key)
+        if v and not version_key(v):
+            out.append((f"{at}.{key}", f"a version such as \"0.7\" or \"0.6.1\", got {v!r}"))
+    if k.since and k.before and version_key(k.since) >= version_key(k.before):
+        out.append((f"{at}.before", f"before ({k.before}) must be a later version than since "
+                    f"({k.since})"))
+    r = k.batch_range
+    if r and (len(r) != 2 or r[0] > r[1]):
+        out.append((f"{at}.batch_range", "give [smallest, largest] measured GEMM rows"))
+    if k.op == "gemm" and (k.kv_reads != "per_kv_head" or k.query_heads_per_kv or
+                           k.head_dims):
+        out.append((f"{at}.op", "kv_reads, query_heads_per_kv and head_dims describe an "
+                    "attention kernel: set op = \"attention\""))
+    if k.measured and not k.where:
+        out.append((f"{at}.where", "say where in the source its efficiency was read or how it "
+                    "was derived"))
+    return out
+
+
 @attrs.frozen
 class EngineSpec:
     """A serving engine profile."""
@@ -100,6 +195,7 @@ class EngineSpec:
     aliases: list[str] = attrs.field(factory=list)
     description: str = ""
     sources: dict[str, str] = attrs.field(factory=dict)
+    kernels: list[KernelProfile] = attrs.field(factory=list)
 
     def limits(self, device) -> tuple[int, int]:
         """(max_num_seqs, max_num_batched_tokens) the engine picks on ``device``."""
@@ -132,6 +228,10 @@ class EngineSpec:
                 out.append((f"host.by_batch.{b}", "a batch size key is a whole number >= 1"))
         if (h.by_batch or h.calibration) and not h.source:
             out.append(("host.source", "say where the host times were measured"))
+        if version_key(self.version) == ():
+            out.append(("version", f"a version such as \"0.6\", got {self.version!r}"))
+        for i, k in enumerate(self.kernels):
+            out += _kernel_problems(i, k)
         return out
 
 
@@ -146,4 +246,10 @@ def check(spec: EngineSpec, tables) -> list[tuple[str, str]]:
             known = sorted({k for c in hosts for k in c.engines})
             out.append(("host.calibration", f"no engine profile {name!r} in the host "
                         f"calibration; known: {', '.join(known)}"))
+    precisions = tables.get("precisions")
+    for i, k in enumerate(spec.kernels):
+        for f in k.formats:
+            if precisions is not None and f.lower() not in precisions:
+                out.append((f"kernels[{i}].formats", f"unknown format {f!r}; name a "
+                            "registered precision (roofkit precisions)"))
     return out

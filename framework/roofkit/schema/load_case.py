@@ -51,7 +51,8 @@ class LoadConfig:
 
 @attrs.frozen
 class LoadCase:
-    """One published measurement under load."""
+    """One published measurement under load; ``cause``: one line saying why the prediction
+    misses, where that is known (``roofkit validate --misses``)."""
 
     name: str = attrs.field(validator=check_key)
     workload: str
@@ -62,6 +63,7 @@ class LoadCase:
     source: LoadSource
     statistic: Statistic = "mean"
     unscored: str = ""
+    cause: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
         out = measured_problems(self.source.url, self.value)

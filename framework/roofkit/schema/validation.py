@@ -58,10 +58,13 @@ class CaseSource:
 class CaseConfig:
     """The configuration the publisher ran. ``engine`` is their words; the structured
     fields are what the estimator reads (``runtime`` names an engine profile of the host
-    calibration, ``batching = "max_load"`` an offline run with every request queued)."""
+    calibration, and through it the kernel profiles of ``specs/engines`` at
+    ``engine_version``; ``batching = "max_load"`` an offline run with every request
+    queued)."""
 
     engine: str
     runtime: str = ""
+    engine_version: str = ""  # the engine version whose kernel profiles apply
     precision: str | None = None
     precision_note: str = ""
     kv_dtype: str | None = None
@@ -104,7 +107,9 @@ class ValidationCase:
     publisher's later measurement of the same configuration with a later version of the
     same engine: this one is still predicted and listed, and only the later one is scored.
     ``unscored`` gives the reason a case is predicted and listed but not scored: the run
-    depends on something the estimate does not model and the source leaves open."""
+    depends on something the estimate does not model and the source leaves open. ``cause``
+    is one line saying why the prediction misses, where that is known (``roofkit validate
+    --misses``)."""
 
     name: str = attrs.field(validator=check_key)
     kind: Kind
@@ -119,6 +124,7 @@ class ValidationCase:
     not_predicted: str = ""
     superseded_by: str = ""
     unscored: str = ""
+    cause: str = ""
 
     @property
     def nodes(self) -> int:
@@ -155,9 +161,12 @@ def check(case: ValidationCase, tables) -> list[tuple[str, str]]:
     if runtime and cals is not None:
         engines = sorted({e for key in cals if getattr(cals[key], "device", "") is None
                           for e in cals[key].engines})
-        if runtime not in engines:
+        profiles = tables.get("engines") or {}
+        if runtime not in engines and runtime.lower() not in profiles:
+            engines = sorted({*engines, *profiles})
             near = closest(runtime, engines)
             hint = f"did you mean {', '.join(map(repr, near))}? " if near else ""
             out.append(("config.runtime", f"runtime {runtime!r} names no engine profile of the "
-                        f"host calibration; {hint}profiles: {', '.join(engines) or 'none'}"))
+                        f"host calibration or of specs/engines; {hint}profiles: "
+                        f"{', '.join(engines) or 'none'}"))
     return out + precision_problems(case.config, tables)

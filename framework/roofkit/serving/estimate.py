@@ -76,6 +76,9 @@ class ServingEstimate(Result):
     plugins: tuple[str, ...] = ()  # the registry's plugin set that produced this estimate
     device_class: str = ""  # vendor and category, the stratum of its intervals
     measured: bool = False  # the calibrated basis rests on a measured bandwidth of the device
+    #: a step's batch lies outside the range an engine profile it uses was measured at (its
+    #: host time, or a kernel profile): the intervals take the "outside" stratum
+    outside_profile_range: bool = False
     # the circuit estimates the breakdown and energy are computed from, on access
     parts: tuple = attrs.field(default=(), repr=False)
 
@@ -94,7 +97,8 @@ class ServingEstimate(Result):
                 continue
             iv = interval(float(value), rows, metric=name, engine=self.engine or "",
                           device_class=self.device_class,
-                          inside=self.measured and self.basis == "calibrated", level=level)
+                          inside=self.measured and self.basis == "calibrated" and
+                          not self.outside_profile_range, level=level)
             if iv is not None:
                 out[name] = iv
         return out
@@ -228,6 +232,7 @@ class ServingEstimate(Result):
             "energy_measured_model_j": self.energy_measured_model,
             "energy_per_output_token_j": self.energy_per_output_token,
             "fits": self.fits,
+            "outside_profile_range": self.outside_profile_range,
             "max_batch": self.max_batch(),
             "memory": {
                 "context": self.fit_context,
@@ -286,9 +291,11 @@ def _default_basis(registry, workload, device, basis) -> str:
     return resolve_basis(basis, device, reg)
 
 
-def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) -> Config:
+def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp,
+              engine: str | None = None, engine_version: str | None = None) -> Config:
     """Resolve names; ``precision`` is the weights' format (an integer format is weight-only
-    quantization: the circuit runs it beside 16-bit activations)."""
+    quantization: the circuit runs it beside 16-bit activations). ``engine`` (and its
+    ``engine_version``) selects the engine's kernel profiles for the nodes they cover."""
     from ..registry import resolve
 
     if basis not in BASES:
@@ -300,6 +307,10 @@ def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) 
     kp = reg.precision(kv_cache_dtype)
     kw = {"precision": precision, "kv_cache_dtype": kp.name, "basis": basis, "tp": tp,
           "registry": reg}
+    if engine:
+        kw["engine"] = engine
+        if engine_version:
+            kw["engine_version"] = engine_version
     if "activations" not in w.formats and (wp.activations or wp.kind == "int"):
         # a format that declares its activations (AWQ int4: fp16; LLM.int8(): int8) runs
         # beside them; another integer weight format is weight-only quantization (W4A16,
@@ -309,7 +320,9 @@ def configure(registry, workload, device, precision, kv_cache_dtype, basis, tp) 
 
 
 def _footprint(s: Config) -> Footprint:
-    kw = {k: v for k, v in s.circuit.items() if k != "basis"}
+    # the bytes only: one footprint per device whatever the basis (its weight-floor time
+    # is at the datasheet bandwidth)
+    kw = {**{k: v for k, v in s.circuit.items() if k != "basis"}, "basis": "datasheet"}
     return _circuit.footprint(s.workload, s.device, **kw)
 
 
@@ -339,12 +352,16 @@ def _breakdown(est) -> list[dict]:
 
 def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_len: int = 128,
              tp: int = 1, precision: str | None = None, kv_cache_dtype: str = "bf16",
-             basis: str = "calibrated", engine: str | None = None, registry=None,
-             fit_context: int | None = None, require_fit: bool = False) -> ServingEstimate:
+             basis: str = "auto", engine: str | None = None, registry=None,
+             fit_context: int | None = None, require_fit: bool = False,
+             engine_version: str | None = None) -> ServingEstimate:
     """The serving estimate of a static batch; see the module docstring for the equations.
 
     ``fit_context`` is the context the memory check holds per sequence (default: input +
-    output, the end of the request).
+    output, the end of the request). ``engine`` names the engine's measured host time (a
+    profile of the host calibration) and its kernel profiles (``specs/engines``, by name,
+    alias or host calibration profile; ``engine_version`` picks the kernels of a version,
+    default the profile's own).
     """
     batch = _positive_int("batch", batch)
     input_len = _positive_int("input_len", input_len)
@@ -352,7 +369,8 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     tp = _positive_int("tp", tp)
     bounds.check_int("input_len + output_len", input_len + output_len)  # the last context
     basis = _default_basis(registry, workload, device, basis)
-    s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp)
+    s = configure(registry, workload, device, precision, kv_cache_dtype, basis, tp, engine,
+                  engine_version)
     reg, w, d = s.reg, s.workload, s.device
     roof = device_roofline(d, basis, reg)
     host = host_calibration(reg)
@@ -363,9 +381,10 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     # which the first token waits for
     pre = _circuit.prefill(w, d, tokens=input_len, seqs=batch, head=True, **s.circuit)
     launches = pre.kernels
-    pre_host = _overhead.step_overhead(roof, host, launches, batch, engine)
+    on_host = _overhead.host_engine(reg, host, engine)
+    pre_host = _overhead.step_overhead(roof, host, launches, batch, on_host)
     ttft = float(pre.time) + pre_host.host_time
-    dec_host = _overhead.step_overhead(roof, host, launches, batch, engine)
+    dec_host = _overhead.step_overhead(roof, host, launches, batch, on_host)
     ctx = input_len + np.arange(1, output_len, dtype=float)
     itl = np.zeros(0)
     dec = None
@@ -374,10 +393,16 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         itl = np.broadcast_to(np.asarray(dec.time, dtype=float) + dec_host.host_time,
                               ctx.shape).copy()
     host_time = pre_host.host_time + dec_host.host_time * len(ctx)
-    if engine is not None and basis == "datasheet":
+    if on_host is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
+    outside = (pre_host.outside_profile_range or dec_host.outside_profile_range or
+               pre.outside_profile_range or (dec is not None and dec.outside_profile_range))
+    if pre_host.note:
+        notes.append(pre_host.note)
     notes += [n for n in pre.notes if n not in notes]
+    if dec is not None:
+        notes += [n for n in dec.notes if n not in notes]
     e2e = ttft + float(itl.sum())
     fp = _footprint(s)
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -393,7 +418,8 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         f"per step{', collectives included' if tp > 1 else ''})",
         prefill_device=float(pre.time), plugins=pre.plugins,
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
-        measured=roof.bandwidth_measured, parts=(pre, dec, len(ctx), host_time))
+        measured=roof.bandwidth_measured, outside_profile_range=outside,
+        parts=(pre, dec, len(ctx), host_time))
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "
@@ -414,8 +440,9 @@ ADMISSIONS = {
 
 def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
              precision: str | None = None, kv_cache_dtype: str = "bf16",
-             basis: str = "calibrated", engine: str | None = None, registry=None,
-             max_requests: int | None = None, admission: str = "grow") -> ServingEstimate:
+             basis: str = "auto", engine: str | None = None, registry=None,
+             max_requests: int | None = None, admission: str = "grow",
+             engine_version: str | None = None) -> ServingEstimate:
     """Offline serving at full load with in-flight batching and a paged KV cache.
 
     The concurrency is the batch whose KV fits at the context the scheduler holds per
@@ -434,7 +461,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
         max_requests = _positive_int("max_requests", max_requests)
     basis = _default_basis(registry, workload, device, basis)
     s = configure(registry, workload, device, precision, kv_cache_dtype, basis,
-                  _positive_int("tp", tp))
+                  _positive_int("tp", tp), engine, engine_version)
     fp = _footprint(s)
     d = s.device
     usable = d.memory.capacity * d.memory.usable_fraction
@@ -449,7 +476,8 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
         batch = min(batch, max_requests)
     est = estimate(s.workload, d, batch=batch, input_len=input_len, output_len=output_len,
                    tp=tp, precision=precision, kv_cache_dtype=s.kv_cache_dtype, basis=basis,
-                   engine=engine, registry=s.reg, fit_context=mean_ctx)
+                   engine=engine, registry=s.reg, fit_context=mean_ctx,
+                   engine_version=engine_version)
     held = "the whole request" if admission == "reserve" else "the mean context"
     return attrs.evolve(est, notes=(*est.notes, f"max load: {batch} requests in flight, the KV "
                                     f"capacity at {held} ({mean_ctx} tokens; admission "

@@ -95,6 +95,15 @@ def engine_constants(registry) -> list[Constant]:
     return out
 
 
+def kernel_constants(registry) -> list[Constant]:
+    """The measured kernel profiles of ``specs/engines`` (an efficiency below 1):
+    ``engine:llama.cpp:kernels.mmq``. A profile without a measured number (which kernel
+    runs, how often it reads the KV cache: read from the kernel's source) is not one."""
+    cat = registry.catalogues.get("engines") or {}
+    return [Constant(f"engine:{key}", f"kernels.{k.name}", origin(k.source))
+            for key in cat for k in cat[key].kernels if k.measured]
+
+
 def strip(cal, drop: Iterable[str]):
     """``cal`` without the measured tables at the key paths ``drop``."""
     drop = set(drop)
@@ -118,7 +127,8 @@ def without(registry, source: str):
     from ..registry import Registry
 
     removed = [c for c in constants(registry) if c.origin == source]
-    if not removed:
+    kernels = [c for c in kernel_constants(registry) if c.origin == source]
+    if not removed and not kernels:
         return registry, ()
     cat = registry.catalogues["calibration"]
     entries = {}
@@ -129,6 +139,19 @@ def without(registry, source: str):
                              claims=e.claims, overrides=e.overrides) if drop else e
     cats = dict(registry.catalogues)
     cats["calibration"] = Catalogue("calibration", entries, dict(cat.aliases))
+    if kernels:
+        eng = registry.catalogues["engines"]
+        kept = {}
+        for key in eng:
+            e = eng.entry(key)
+            drop = {c.path.removeprefix("kernels.") for c in kernels
+                    if c.calibration == f"engine:{key}"}
+            obj = attrs.evolve(e.obj, kernels=[k for k in e.obj.kernels
+                                               if not (k.measured and k.name in drop)])
+            kept[key] = Entry(obj, e.origin, e.layer, e.rank, key=e.key, claims=e.claims,
+                              overrides=e.overrides) if drop else e
+        cats["engines"] = Catalogue("engines", kept, dict(eng.aliases))
+        removed = [*removed, *kernels]
     reg = Registry(tables=registry._tables, catalogues=cats, plugins=registry.plugins,
                    converter=registry.converter, spec_layers=registry.spec_layers)
     return reg, tuple(c.name for c in removed)
@@ -148,6 +171,21 @@ def statements(registry, case_origins: Iterable[str], engines: bool = False) -> 
                 f"independent: no validation case comes from {c.origin}")
         out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": n,
                     "statement": text})
+    for c in kernel_constants(registry):
+        n = counts.get(c.origin, 0)
+        text = (f"removed when scoring the {n} case(s) from {c.origin}" if n else
+                f"independent: no validation case comes from {c.origin}")
+        out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": n,
+                    "statement": text})
+    cat = registry.catalogues.get("engines") or {}
+    for key in cat:
+        for k in cat[key].kernels:
+            if not k.measured:
+                out.append({"constant": f"engine:{key}:kernels.{k.name}",
+                            "origin": origin(k.source), "cases_removed_for": 0,
+                            "statement": "independent: a structural profile (which kernel "
+                                         "runs, its slot, how often it reads the KV cache, "
+                                         "read from the engine's source), no measured number"})
     for c in engine_constants(registry) if engines else ():
         n = counts.get(c.origin, 0)
         text = (f"kept (the simulator needs the profile): the {n} case(s) from {c.origin} are "

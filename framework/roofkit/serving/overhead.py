@@ -14,6 +14,18 @@ datasheet basis; on the calibrated basis the measured launch-and-wait round trip
 (``launch.kernel_sync``: a serving loop reads each step's sampled tokens back), or, when an
 engine is named, that engine's measured per-step host time at the batch size (its
 scheduler, input preparation, sampling and output processing).
+
+An engine's host time is measured at a few batch sizes ``b_1 .. b_n``; between them it is
+interpolated linearly, below ``b_1`` extended linearly (towards the fixed per-step cost, at
+least 0) and above ``b_n`` held at its value there:
+
+    host(b) = host(b_n)    for b > b_n
+
+A linear extension past the largest measured batch would grow without bound (vidur's vLLM
+profile, measured at 8..64 sequences, would add 348 ms a step at 3,200). A step outside
+``b_1 .. b_n`` is flagged (``outside_profile_range``) and its estimate says so. A profile
+measured at one batch size only declares its time batch-independent (TensorRT-LLM's
+session runtime, derived at batch 1): it has no range to leave.
 """
 
 from __future__ import annotations
@@ -34,6 +46,27 @@ class StepOverhead:
     dispatch: float
     source: str = ""
     host_time: float = attrs.field(default=None)
+    #: the engine's measured batch range, when its host time comes from an engine profile
+    measured: tuple[int, int] | None = None
+    batch: int = 0
+
+    @property
+    def outside_profile_range(self) -> bool:
+        """The step's batch lies outside the batch range the engine's host time was
+        measured at."""
+        return self.measured is not None and not (
+            self.measured[0] <= self.batch <= self.measured[1])
+
+    @property
+    def note(self) -> str:
+        """A sentence for the estimate when the step is outside the measured range."""
+        if not self.outside_profile_range:
+            return ""
+        lo, hi = self.measured
+        how = (f"held at its batch-{hi} value" if self.batch > hi else
+               f"extended linearly below batch {lo}")
+        return (f"engine host time outside its measured batch range: batch {self.batch}, "
+                f"measured at {lo}..{hi} ({how}); {self.source}")
 
     def __attrs_post_init__(self):
         if self.host_time is None:
@@ -74,21 +107,29 @@ def host_dispatch(launches: int, launch: float, dispatch: float) -> float:
 
 
 def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    """Piecewise-linear through the points, extended linearly past both ends, at least 0."""
+    """Piecewise-linear through the points, extended linearly below the first (at least 0)
+    and held at the last value above the last (see the module docstring)."""
     if len(xs) == 1:
         return float(ys[0])
     if x < xs[0]:
         slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
         return max(0.0, float(ys[0] + slope * (x - xs[0])))
     if x > xs[-1]:
-        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-        return max(0.0, float(ys[-1] + slope * (x - xs[-1])))
+        return float(ys[-1])
     return float(np.interp(x, xs, ys))
+
+
+def measured_range(profile) -> tuple[int, int] | None:
+    """The smallest and largest batch any component of an engine profile was measured at;
+    None for a profile measured at one batch size (a batch-independent term)."""
+    keys = sorted({int(k) for t in profile.components.values() for k in t.by_batch})
+    return (keys[0], keys[-1]) if len(keys) > 1 else None
 
 
 def engine_step_time(profile, batch: int) -> float:
     """An engine's host time per step at ``batch``: the sum of its measured components, each
-    interpolated linearly in batch size (and extended linearly outside the measured range)."""
+    interpolated linearly in batch size (extended linearly below the measured range, held
+    at the largest measured batch's value above it)."""
     total = 0.0
     for table in profile.components.values():
         pts = sorted((int(b), t) for b, t in table.by_batch.items())
@@ -107,6 +148,26 @@ def engine_profile(host: dict, name: str):
     return engines[name]
 
 
+def host_engine(registry, host: dict, engine: str | None) -> str | None:
+    """The host calibration profile ``engine`` names: itself when the host calibration has
+    it, else the one an engine profile of ``specs/engines`` of that name points to (None
+    when that profile has no measured host time, or the host calibration lacks it: a
+    leave-one-source-out registry); an unknown name is an UnknownNameError listing both."""
+    if engine is None or engine in host["engines"]:
+        return engine
+    from ..circuit.kernels import engine_spec
+
+    spec = engine_spec(registry, engine)
+    if spec is None:
+        cat = registry.catalogues.get("engines") or {}
+        known = sorted({*host["engines"], *cat})
+        raise UnknownNameError("engine profile", engine, known,
+                               hint="Engine profiles: the host calibration's (engines.*) and "
+                                    f"specs/engines: {', '.join(known)}.")
+    name = spec.host.calibration
+    return name if name and name in host["engines"] else None
+
+
 def step_overhead(roofline, host: dict, launches: int, batch: int,
                   engine: str | None) -> StepOverhead:
     """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis
@@ -114,7 +175,8 @@ def step_overhead(roofline, host: dict, launches: int, batch: int,
     if engine is not None and roofline.name == "calibrated":
         prof = engine_profile(host, engine)
         return StepOverhead(launches, roofline.launch, engine_step_time(prof, batch),
-                            f"engine {engine}: {prof.source}")
+                            f"engine {engine}: {prof.source}",
+                            measured=measured_range(prof), batch=int(batch))
     if roofline.name == "calibrated" and "kernel_sync" in host["launch"]:
         sync = host["launch"]["kernel_sync"]
         return StepOverhead(launches, roofline.launch, sync.value,

@@ -51,6 +51,7 @@ class CaseResult:
     engine: str = ""  # the engine family: the first word of the publisher's engine
     device_class: str = ""  # the device's vendor and category
     removed: tuple[str, ...] = ()  # constants of the case's origin left out of its LOSO
+    cause: str = ""  # the case spec's one line on why the prediction misses, where known
 
     def error(self, basis: str) -> float | None:
         """Signed error on ``basis``: datasheet, calibrated, or ``loso`` (calibrated with
@@ -64,6 +65,7 @@ class CaseResult:
                 "measured": self.measured, "group": self.group, "reason": self.reason,
                 "origin": self.origin, "engine": self.engine,
                 "device_class": self.device_class, "loso_removed": list(self.removed),
+                "cause": self.cause,
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
@@ -186,12 +188,13 @@ def predict(case, basis: str, registry) -> float:
         est = max_load(case.workload, case.device, input_len=c.input_len,
                        output_len=c.output_len, tp=c.tp, precision=precision, kv_cache_dtype=kv,
                        basis=basis, engine=engine, registry=registry,
-                       max_requests=c.num_requests, admission=c.kv_admission or "grow")
+                       max_requests=c.num_requests, admission=c.kv_admission or "grow",
+                       engine_version=c.engine_version or None)
     else:
         est = estimate(case.workload, case.device, batch=c.batch or c.concurrency or 1,
                        input_len=c.input_len, output_len=c.output_len or 1, tp=c.tp,
                        precision=precision, kv_cache_dtype=kv, basis=basis, engine=engine,
-                       registry=registry)
+                       registry=registry, engine_version=c.engine_version or None)
     value = {"ttft_ms": est.ttft_ms, "itl_ms": est.itl_ms, "e2e_ms": est.e2e_ms,
              "output_tokens_per_s": est.output_tokens_per_s}.get(case.metric)
     if value is None:
@@ -219,14 +222,30 @@ def _kernel_ms(case, basis: str, registry) -> float:
     return float(r.time) / r.count * 1e3
 
 
-def _calibrated(device: str, registry) -> bool:
-    """Whether ``device`` has measured constants behind its calibrated basis."""
+#: the words of every listed reason whose case has no measurement behind its calibrated basis
+DATASHEET_ONLY = "its calibrated basis is its datasheet"
+
+
+def _uncalibrated(case, registry) -> str:
+    """Why the calibrated basis of ``case`` is its datasheet ("" when a measurement of its
+    device stands behind it: the memory bandwidth, or the compute slot its precision runs
+    on)."""
     from ..circuit.roofline import device_roofline
 
     try:
-        return device_roofline(registry.device(device), "calibrated", registry).measured
-    except LookupError:
-        return True  # the prediction reports the unknown name
+        roof = device_roofline(registry.device(case.device), "calibrated", registry)
+        if not roof.measured:
+            return f"{case.device} has no calibration in specs/calibration"
+        if roof.bandwidth_measured:
+            return ""
+        precision = registry.precision(case.config.precision or "bf16")
+        slot = roof.slot_for(precision)[0]
+    except (LookupError, RoofkitError):
+        return ""  # the prediction reports the unknown name
+    if roof.provenance.get(f"compute.{slot}", "").startswith("calibration"):
+        return ""
+    return (f"{case.device}'s calibration in specs/calibration measures neither its memory "
+            f"bandwidth nor its {slot} compute")
 
 
 def _why_listed(case, by_name: dict, registry) -> str:
@@ -245,9 +264,9 @@ def _why_listed(case, by_name: dict, registry) -> str:
                 f"measured by the same publisher with {later.config.engine}")
     if case.unscored:
         return case.unscored
-    if not _calibrated(case.device, registry):
-        return (f"{case.device} has no calibration in specs/calibration, so its calibrated "
-                "basis is its datasheet: listed, not scored")
+    uncalibrated = _uncalibrated(case, registry)
+    if uncalibrated:
+        return f"{uncalibrated}, so {DATASHEET_ONLY}: listed, not scored"
     return ""
 
 
@@ -265,10 +284,17 @@ def _device_class(device: str, registry) -> str:
 
 def _loso_predict(case, reg, removed: tuple[str, ...]) -> float:
     """The calibrated prediction on ``reg`` (the case's own constants removed); a removed
-    engine profile leaves the engine's host time out."""
+    engine profile leaves the engine's host time out, and keeps the kernel profiles of the
+    ``specs/engines`` profile that names it (the measured ones of the case's origin are gone
+    from ``reg``)."""
+    from ..circuit.kernels import engine_spec
+
     gone = {name.split(":engines.", 1)[1] for name in removed if ":engines." in name}
-    if case.config.runtime and case.config.runtime in gone:
-        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=""))
+    runtime = case.config.runtime
+    if runtime and runtime in gone:
+        spec = engine_spec(reg, runtime)
+        keep = spec.name if spec is not None and spec.kernels else ""
+        case = attrs.evolve(case, config=attrs.evolve(case.config, runtime=keep))
     return predict(case, "calibrated", reg)
 
 
@@ -310,7 +336,7 @@ def run(registry=None, cases=None, loso: bool = True) -> Report:
             out.append(CaseResult(case.name, case.kind, case.workload, case.device, case.metric,
                                   case.value, predicted, group, reason, _describe(case),
                                   origins[case.name], _engine_family(case.config.engine),
-                                  _device_class(case.device, reg), removed))
+                                  _device_class(case.device, reg), removed, case.cause))
             bar.update()
     scored_origins = [c.origin for c in out if c.group == SCORED]
     return Report(tuple(out), reg.plugin_set,

@@ -46,10 +46,10 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     :param training, zero_stage, dp_size, lora, recompute: engine training settings, as in
         ``Engine.solve``.
     :param kv_cache_dtype, basis, cost_model, formats, ssm_h_dtype: decode/prefill settings,
-        as in ``roofkit.decode`` (``basis="datasheet"`` unless given; ``basis="auto"`` puts
-        each device on its default basis, calibrated where it has a calibration; the cost
-        model defaults by basis: ``roofline``, or ``roofline_calibrated`` on the calibrated
-        basis).
+        as in ``roofkit.decode`` (``basis="auto"`` unless given: each device on its default
+        basis, calibrated where it has a calibration, else datasheet, named in the ``basis``
+        column; the cost model defaults by basis: ``roofline``, or ``roofline_calibrated`` on
+        the calibrated basis).
     :param head: prefill only, as in ``roofkit.prefill``: False (default) costs the layers
         at the causal half-context; True adds the embedding gather and the LM head of the
         first token (a time to first token's full device work).
@@ -78,7 +78,7 @@ def sweep(workload, devices, precisions=None, batch_sizes=None, seq_lens=None, *
     if chunk_size is not None:
         chunk_size = validation.positive_int("chunk_size", chunk_size)
 
-    if basis == "auto" and mode != "engine":
+    if basis in (None, "auto") and mode != "engine":
         groups = _by_default_basis(devices, registry)
         if len(groups) == 1:
             basis = next(iter(groups))

@@ -158,7 +158,7 @@ class CircuitPass:
             elif self.settings.get("basis", "datasheet") == "datasheet":
                 basis = "datasheet"
             else:
-                basis = "datasheet (no calibration)"
+                basis = "datasheet only (no calibration)"
             slots = "+".join(dict.fromkeys(n.slot for n in plan.nodes
                                            if n.compute == "matrix"))
             hit = self._computes[key] = (basis, slots, bool(plan.fallbacks))
@@ -184,15 +184,15 @@ class CircuitPass:
         return hit
 
     def _refused(self, b: np.ndarray, d: int, reason: str) -> dict:
-        """Rows of a tp the device or model cannot take: NaN outputs, infeasible, why."""
+        """Rows of a tp the device or model cannot take: NaN outputs, infeasible, why; the
+        columns in the order of :meth:`run`'s (tables of each basis are joined by name)."""
         nan = np.full(b.shape, np.nan)
         mem = self.dspecs[d].memory
         return {**{c: nan for c in ("latency_ms", self.step, "throughput_per_s",
                                     "latency_compute_ms", "latency_memory_ms", "flops",
-                                    "bytes_moved", "energy_j", "memory_footprint_bytes",
-                                    "weights_bytes",
-                                    "kv_bytes")},
+                                    "bytes_moved", "energy_j")},
                 "bottleneck": "tp refused",
+                **{c: nan for c in ("memory_footprint_bytes", "weights_bytes", "kv_bytes")},
                 "capacity_bytes": mem.capacity * mem.usable_fraction,
                 "feasible": np.zeros(b.shape, dtype=bool),
                 "reason": (np.zeros(b.shape, dtype=bool), reason, reason),

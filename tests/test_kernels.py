@@ -1,0 +1,158 @@
+"""Engine kernel profiles (``[[kernels]]`` of specs/engines): which kernel covers a node and
+what it costs (roofkit.circuit.kernels)."""
+
+import pytest
+
+import roofkit
+from roofkit.schema.engine import version_key
+
+
+def _attention(est):
+    return next(r for r in est.rows if r.op == "paged_attention")
+
+
+def _decode(registry, workload, **kw):
+    return roofkit.decode(workload, "h100-sxm", batch=16, context=2048, basis="calibrated",
+                          registry=registry, **kw)
+
+
+def test_masked_mha_reads_the_kv_cache_once_per_query_head(registry):
+    # Llama-2-70B: 64 query heads over 8 KV heads, so masked MHA reads each KV head 8 times
+    plain = _attention(_decode(registry, "llama-2-70b"))
+    mmha = _attention(_decode(registry, "llama-2-70b", engine="tensorrt-llm",
+                              engine_version="0.6.1"))
+    assert float(mmha.kv_bytes) == pytest.approx(8 * float(plain.kv_bytes), rel=1e-3)
+    assert float(mmha.time) > 4 * float(plain.time)
+
+
+def test_xqa_covers_llama_2_70b_from_0_8_and_reads_each_kv_head_once(registry):
+    plain = _attention(_decode(registry, "llama-2-70b"))
+    xqa = _decode(registry, "llama-2-70b", engine="tensorrt-llm", engine_version="0.9.0")
+    assert float(_attention(xqa).kv_bytes) == pytest.approx(float(plain.kv_bytes))
+    assert "xqa" in xqa.basis
+
+
+def test_xqa_shape_limits_leave_mistral_on_masked_mha_in_0_9(registry):
+    # Mistral-7B: 32 query heads over 8 KV heads (4 per KV head), outside XQA's 8 in v0.9
+    plain = _attention(_decode(registry, "mistral-7b"))
+    v09 = _attention(_decode(registry, "mistral-7b", engine="tensorrt-llm",
+                             engine_version="0.9.0"))
+    v012 = _attention(_decode(registry, "mistral-7b", engine="tensorrt-llm"))
+    assert float(v09.kv_bytes) == pytest.approx(4 * float(plain.kv_bytes), rel=1e-3)
+    assert float(v012.kv_bytes) == pytest.approx(float(plain.kv_bytes))  # the profile's 0.12
+
+
+def test_mmq_efficiency_is_the_one_pr_7676_measured(registry):
+    """llama.cpp PR 7676: RTX 4090, llama 8B Q4_0, microbatch 512, pp512 = 10358.75 t/s.
+    With every MMQ node compute-bound, t = t_other + F_gemm / (P_int8 * e), so
+    e = F_gemm / (P_int8 * (512 / 10358.75 - t_other))."""
+    est = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=512, head=True, precision="q4_0",
+                          engine="llama.cpp", registry=registry)
+    mmq = [r for r in est.rows if r.slot == "int8"]
+    assert {r.node for r in mmq} >= {"attention.qkv", "attention.o", "ffn.gate_up",
+                                     "ffn.down"}
+    assert all(float(r.t_compute) >= float(r.t_memory) for r in mmq)
+    f_gemm = sum(float(r.flops) for r in mmq)
+    t_other = sum(float(r.time) for r in est.rows if r.slot != "int8")
+    derived = f_gemm / (660.6e12 * (512 / 10358.75 - t_other))
+    stored = registry.spec("engines", "llama.cpp").kernels[0].compute_efficiency
+    assert stored == pytest.approx(derived, abs=0.0005)
+    assert 512 / float(est.time) == pytest.approx(10358.75, rel=0.003)
+
+
+def test_a_kernel_outside_its_measured_rows_says_so_and_widens_its_interval(registry):
+    kw = dict(head=True, precision="q4_0", engine="llama.cpp", registry=registry)
+    inside = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=512, **kw)
+    beyond = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=8192, **kw)
+    assert not inside.outside_profile_range
+    assert beyond.outside_profile_range and beyond.to_dict()["outside_profile_range"]
+    assert any("kernel mmq outside its measured range" in n and "512..2048" in n
+               for n in beyond.notes)
+    assert "range=outside" in beyond.interval().stratum
+
+
+def test_a_kernel_on_a_slot_the_device_lacks_leaves_the_roofline_and_says_so(registry):
+    # the DGX Spark spec lists no int8 peak, so MMQ's int8 slot cannot be costed there
+    plain = roofkit.prefill("llama-3-8b", "dgx-spark", tokens=512, precision="q4_0",
+                            registry=registry)
+    est = roofkit.prefill("llama-3-8b", "dgx-spark", tokens=512, precision="q4_0",
+                          engine="llama.cpp", registry=registry)
+    assert float(est.time) == pytest.approx(float(plain.time))
+    assert any("runs on the int8 slot, which dgx-spark does not list" in n for n in est.notes)
+
+
+def test_a_format_without_a_kernel_keeps_the_roofline(registry):
+    kw = dict(tokens=512, precision="fp16", registry=registry)
+    plain = roofkit.prefill("llama-3-8b", "rtx-4090", **kw)
+    est = roofkit.prefill("llama-3-8b", "rtx-4090", engine="llama.cpp", **kw)
+    assert float(est.time) == pytest.approx(float(plain.time))
+
+
+def test_serve_with_an_engine_of_specs_engines_uses_its_kernels(registry):
+    from roofkit.serving import estimate
+
+    kw = dict(batch=64, input_len=2048, output_len=64, tp=2, precision="fp8",
+              kv_cache_dtype="fp8", registry=registry)
+    v061 = estimate("llama-2-70b", "h100-sxm", engine="tensorrt-llm-session",
+                    engine_version="0.6.1", **kw)
+    v090 = estimate("llama-2-70b", "h100-sxm", engine="tensorrt-llm-session",
+                    engine_version="0.9.0", **kw)
+    assert v061.itl_ms > 1.5 * v090.itl_ms
+    assert any("masked-mha" in n for n in v061.notes)
+    # llama.cpp has kernels but no measured host time: the step's round trip is charged
+    est = estimate("llama-3-8b", "rtx-4090", input_len=2048, output_len=1, precision="q4_0",
+                   engine="llama.cpp", registry=registry)
+    assert est.decode_host.source.startswith("launch.kernel_sync")
+
+
+def test_an_unknown_engine_is_refused_naming_both_kinds_of_profile(registry):
+    from roofkit.serving import estimate
+
+    with pytest.raises(roofkit.UnknownNameError, match=r"llama\.cpp"):
+        estimate("llama-3-8b", "h100", engine="llama.cp", registry=registry)
+
+
+def test_leave_one_source_out_drops_a_measured_kernel_of_the_origin_only(registry):
+    from roofkit.serving.loso import without
+
+    sub, removed = without(registry, "github:ggml-org/llama.cpp")
+    assert "engine:llama.cpp:kernels.mmq" in removed
+    assert sub.spec("engines", "llama.cpp").kernels == []
+    names = [k.name for k in sub.spec("engines", "tensorrt-llm").kernels]
+    assert names == ["xqa", "masked-mha"]  # structural: no measured number to remove
+
+
+@pytest.mark.parametrize("text, key", [("0.6.1", (0, 6, 1)), ("v0.9.0rc1", (0, 9, 0)),
+                                       ("b3166", (3166,)), ("0.12", (0, 12)), ("x", ())])
+def test_version_keys_compare_release_numbers(text, key):
+    assert version_key(text) == key
+
+
+HEAD = ('name = "x"\ndisplay_name = "X"\nversion = "1.0"\n[scheduler]\nsource = "https://a"\n'
+        '[host]\n')
+
+
+@pytest.mark.parametrize("kernel, key", [
+    ('name = "k"\nop = "gemm"', "kernels[0].source"),
+    ('name = "k"\nsource = "https://s"\nsince = "0.9"\nbefore = "0.7"', "kernels[0].before"),
+    ('name = "k"\nsource = "https://s"\nformats = ["q4_zz"]', "kernels[0].formats"),
+    ('name = "k"\nsource = "https://s"\ncompute_efficiency = 0.5', "kernels[0].where"),
+    ('name = "k"\nsource = "https://s"\nkv_reads = "per_query_head"', "kernels[0].op"),
+    ('name = "k"\nsource = "https://s"\nbatch_range = [64, 8]', "kernels[0].batch_range"),
+])
+def test_a_bad_kernel_profile_names_its_key(tmp_path, kernel, key):
+    folder = tmp_path / "engines"
+    folder.mkdir()
+    (folder / "x.toml").write_text(HEAD + "[[kernels]]\n" + kernel + "\n", encoding="utf-8")
+    with pytest.raises(roofkit.SpecError, match=key.replace(".", r"\.").replace("[", r"\[")):
+        roofkit.build_registry(entry_points=False, spec_paths=[tmp_path])
+
+
+def test_simulate_flags_steps_outside_a_kernels_measured_rows(registry):
+    kw = dict(concurrency=16, requests=32, input_len=256, output_len=32, engine="vllm-v1",
+              registry=registry)
+    marlin = roofkit.simulate("llama-3.1-8b", "h100", precision="awq-int4-g128", **kw)
+    plain = roofkit.simulate("llama-3.1-8b", "h100", **kw)
+    assert marlin.outside_profile_range
+    assert any(n.startswith("kernel marlin outside its measured range") for n in marlin.notes)
+    assert not plain.outside_profile_range

@@ -1,0 +1,131 @@
+"""The whole serving validation set: static and load cases scored together, per basis, view
+and breakdown, with the interval coverage out of sample and the misses with their causes."""
+
+import json
+import statistics
+
+import attrs
+import pytest
+
+from roofkit.cli import main
+from roofkit.errors import SpecError
+from roofkit.serving import suite
+from roofkit.serving.validation import SCORED
+
+#: leave-one-source-out over the 150 scored cases, measured when the set was first scored
+#: together (102 static, 48 under load); a regression fails, an improvement passes
+PINNED = {"all": (0.1034, 9.354), "static": (0.0813, 0.3625), "load": (0.1734, 9.354)}
+#: per metric family: the LOSO median reached (the issue's target: none above 20 %)
+PINNED_FAMILY = {"decode": 0.1120, "e2e": 0.0789, "kernel": 0.0634, "throughput": 0.0714,
+                 "ttft": 0.2104}
+
+
+def test_the_set_is_every_scored_static_and_load_case(serving_suite):
+    static = {c.name for c in serving_suite.static.cases if c.group == SCORED}
+    load = {c.name for c in serving_suite.load.cases if c.scored}
+    assert {r.name for r in serving_suite.select(view="static")} == static
+    assert {r.name for r in serving_suite.select(view="load")} == load
+    assert len(serving_suite.rows) == len(static) + len(load) >= 150
+
+
+def test_the_whole_set_median_is_over_both_views(serving_suite):
+    both = [abs(c.error("loso")) for c in serving_suite.static.cases if c.group == SCORED] + [
+        abs(c.error("loso")) for c in serving_suite.load.cases if c.scored]
+    assert serving_suite.median("loso") == pytest.approx(statistics.median(both))
+    assert serving_suite.median("loso", view="static") == pytest.approx(
+        serving_suite.static.median("loso"))
+
+
+@pytest.mark.parametrize("view", ["all", "static", "load"])
+def test_leave_one_source_out_scores_are_pinned(serving_suite, view):
+    s = serving_suite.summary()[view]
+    median, worst = PINNED[view]
+    assert s["loso_median_abs_error"] <= median + 0.005
+    assert s["loso_max_abs_error"] <= worst + 0.005
+
+
+def test_every_family_is_scored_and_pinned(serving_suite):
+    rows = {g["family"]: g for g in serving_suite.breakdown("family")}
+    assert set(rows) == set(PINNED_FAMILY)
+    assert sum(g["cases"] for g in rows.values()) == len(serving_suite.rows)
+    for fam, median in PINNED_FAMILY.items():
+        assert rows[fam]["loso_median_abs_error"] <= median + 0.005, fam
+    # static TTFT and TTFT under load are one family, as ITL and TPOT are
+    assert {r.view for r in serving_suite.select(family="ttft")} == {"static", "load"}
+    assert {r.metric for r in serving_suite.select(family="decode")} == {"itl_ms", "tpot_ms"}
+
+
+def test_breakdowns_by_engine_and_device_class_cover_the_set(serving_suite):
+    for by in ("engine", "device_class", "view"):
+        rows = serving_suite.breakdown(by)
+        assert sum(g["cases"] for g in rows) == len(serving_suite.rows)
+    with pytest.raises(SpecError, match="unknown breakdown"):
+        serving_suite.breakdown("colour")
+
+
+def test_80_percent_intervals_cover_75_to_85_percent_of_the_set_both_ways(serving_suite):
+    for leave_out in ("case", "source"):
+        c = serving_suite.coverage(0.8, leave_out)
+        assert c["without_interval"] == 0 and c["cases"] >= 150
+        assert 0.75 <= c["covered"] <= 0.85, (leave_out, c["covered"])
+    views = [serving_suite.coverage(0.8, "source", v)["cases"] for v in suite.VIEWS]
+    assert sum(views) == serving_suite.coverage(0.8, "source")["cases"]
+
+
+def test_misses_are_the_rows_beyond_the_threshold_worst_first(serving_suite):
+    misses = serving_suite.misses(0.35)
+    errors = [abs(r.error("loso")) for r in misses]
+    assert errors == sorted(errors, reverse=True) and all(e > 0.35 for e in errors)
+    beyond = [r for r in serving_suite.rows if abs(r.error("loso")) > 0.35]
+    assert len(misses) == len(beyond)
+
+
+def test_a_case_spec_cause_reaches_its_row(serving_suite, registry):
+    from roofkit.serving.validation import run
+
+    spec = registry.catalogues["validation"][serving_suite.static.scored()[0].name]
+    static = run(registry=registry, cases=[attrs.evolve(spec, cause="a cause")], loso=False)
+    (row,) = suite.rows(static, attrs.evolve(serving_suite.load, cases=()), registry)
+    assert row.cause == "a cause" and row.to_dict()["cause"] == "a cause"
+
+
+def test_the_known_causes_of_misses_are_in_the_case_specs(serving_suite):
+    by_name = {r.name: r for r in serving_suite.rows}
+    falcon = by_name["trtllm_v090_h100_falcon_180b_fp8_tp4_ttft_128"]
+    assert "128-token FP8 prefill" in falcon.cause
+
+
+def test_validate_prints_the_whole_set(capsys, monkeypatch, serving_suite):
+    monkeypatch.setattr(suite, "run", lambda **kw: serving_suite)
+    assert main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"The whole serving validation set: {serving_suite.title()}.")
+    assert "leave one source out: cover all" in out and "LOSO: median |error|" in out
+    assert main(["validate", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "serving" and set(data["summary"]) == {"all", "static", "load"}
+    assert {r["family"] for r in data["breakdown"]["family"]} == set(PINNED_FAMILY)
+
+
+def test_validate_misses_lists_each_miss_with_its_cause(capsys, monkeypatch, serving_suite):
+    monkeypatch.setattr(suite, "run", lambda **kw: serving_suite)
+    assert main(["validate", "--misses", "0.35", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in data["misses"]] == [r.name for r in serving_suite.misses(0.35)]
+    assert main(["validate", "--misses", "0.35"]) == 0
+    out = capsys.readouterr().out
+    assert all(r.name in out for r in serving_suite.misses(0.35)) and "cause:" in out
+    assert main(["validate", "--misses", "-1"]) == 1
+    assert "a fraction of the measurement" in capsys.readouterr().err
+
+
+def test_validate_training_misses_list_the_cases_beyond_with_their_cause(capsys, registry):
+    from roofkit.fleet.validation import run
+
+    report = run(registry=registry)
+    beyond = {c.name for c in report.cases if c.scored and abs(c.error("calibrated")) > 0.35}
+    assert main(["validate", "--kind", "training", "--misses", "0.35", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {m["name"] for m in data["misses"]} == beyond
+    cat = registry.catalogues["training"]
+    assert all(m["cause"] == cat[m["name"]].cause for m in data["misses"])
