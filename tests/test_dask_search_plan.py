@@ -17,7 +17,7 @@ PLAN = dict(input_len=512, output_len=128, slo="ttft_p90=1s,tpot_p90=20ms", max_
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, timeout=120) as cluster, \
+                                  dashboard_address=":0", timeout=120) as cluster, \
             distributed.Client(cluster) as c:
         yield c
 

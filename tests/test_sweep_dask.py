@@ -17,7 +17,7 @@ def test_sweep_on_a_dask_local_cluster_equals_one_process():
     settings = RegistrySettings(entry_points=False)
     local = roofkit.sweep(**GRID, registry=settings)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, timeout=120) as cluster, \
+                                  dashboard_address=":0", timeout=120) as cluster, \
             distributed.Client(cluster) as client:
         remote = roofkit.sweep(**GRID, executor=client.get_executor(), chunk_size=50,
                                registry=settings)
