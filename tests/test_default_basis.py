@@ -11,7 +11,7 @@ import roofkit
 from roofkit import Engine
 from roofkit.circuit.roofline import default_basis
 
-CALIBRATED, UNCALIBRATED = "h100-sxm", "l40s"  # specs/calibration/ has h100-sxm.toml only
+CALIBRATED, UNCALIBRATED = "h100-sxm", "rtx-5090"  # specs/calibration/ has h100-sxm.toml only
 
 
 def test_the_two_devices_sit_on_either_side_of_the_rule(registry):
@@ -70,7 +70,7 @@ def test_a_sweep_puts_each_device_on_its_own_default_basis(registry):
 
 
 def test_a_mixed_basis_sweep_joins_refused_tp_rows(registry):
-    # l40s has no interconnect: every tp=2 row is refused; h100-sxm computes them
+    # rtx-5090 has no interconnect: every tp=2 row is refused; h100-sxm computes them
     t = roofkit.sweep("llama-3.1-8b", [UNCALIBRATED, CALIBRATED], ["bf16"], [1],
                       contexts=[128], tp=[2], mode="decode", registry=registry)
     rows = {r["device"]: r for r in t}
@@ -91,16 +91,16 @@ def test_training_defaults_to_its_devices_rule(registry):
     assert cal.step_time_s == train("llama-3.2-1b", "8xh100", seq_len=1024,
                                     basis="calibrated", registry=registry).step_time_s
     assert cal.basis.startswith("measured achievable")
-    sheet = train("llama-3.2-1b", "8xv100", seq_len=1024, registry=registry)
-    assert sheet.basis.startswith("datasheet ceiling for v100")
-    # not the calibrated basis's "no calibration for v100 ... so datasheet" text
+    sheet = train("llama-3.2-1b", "8xmi250x", seq_len=1024, registry=registry)
+    assert sheet.basis.startswith("datasheet ceiling for mi250x")
+    # not the calibrated basis's "no calibration for mi250x ... so datasheet" text
     assert "no calibration" not in sheet.basis
 
 
 def test_simulate_defaults_to_the_rule(registry):
     kw = dict(concurrency=2, requests=8, input_len=64, output_len=8, registry=registry)
     sim = roofkit.simulate("llama-3.2-1b", UNCALIBRATED, **kw)
-    assert sim.basis.startswith("datasheet ceiling for l40s")
+    assert sim.basis.startswith("datasheet ceiling for rtx-5090")
     assert sim.to_dict()["ttft_ms"] == roofkit.simulate("llama-3.2-1b", UNCALIBRATED,
                                                         basis="datasheet", **kw).to_dict()[
         "ttft_ms"]

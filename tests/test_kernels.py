@@ -47,7 +47,8 @@ def test_mmq_efficiency_is_the_one_pr_7676_measured(registry):
     With every MMQ node compute-bound, t = t_other + F_gemm / (P_int8 * e), so
     e = F_gemm / (P_int8 * (512 / 10358.75 - t_other))."""
     est = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=512, head=True, precision="q4_0",
-                          engine="llama.cpp", registry=registry)
+                          engine="llama.cpp", basis="datasheet",
+                          registry=registry)
     mmq = [r for r in est.rows if r.slot == "int8"]
     assert {r.node for r in mmq} >= {"attention.qkv", "attention.o", "ffn.gate_up",
                                      "ffn.down"}
