@@ -31,6 +31,40 @@ class SweepResult(list):
         super().__init__(rows)
         self.omitted = list(omitted)
 
+    # Additive views in the result convention (docs/results.md); the list itself is the
+    # reference's return value and is left as it is.
+    def to_dict(self) -> list[dict]:
+        """One plain row per feasible configuration: hardware, batch_size, precision and the
+        profile's unit-suffixed figures (:meth:`InferenceProfile.to_dict`)."""
+        return [{"hardware": r["hardware"], "batch_size": r["batch_size"],
+                 "precision": r["precision"], **r["profile"].to_dict()} for r in self]
+
+    def to_pandas(self):
+        """A ``pandas.DataFrame`` of :meth:`to_dict`; needs the ``pandas`` extra."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_pandas() needs pandas: pip install 'roofkit[pandas]'") \
+                from None
+        frame = pd.DataFrame(self.to_dict())
+        frame.attrs.update({"kind": "engine-sweep", "omitted": len(self.omitted)})
+        return frame
+
+    def _repr_html_(self, limit: int = 20) -> str:
+        """A small table for notebooks: the first ``limit`` rows' headline figures."""
+        import html
+
+        cols = ("hardware", "batch_size", "precision", "latency_ms", "throughput_per_s",
+                "bottleneck", "memory_footprint_bytes")
+        rows = self.to_dict()
+        head = "".join(f"<th>{c}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(
+            f"<td>{html.escape(f'{r[c]:.4g}' if isinstance(r[c], float) else str(r[c]))}</td>"
+            for c in cols) + "</tr>" for r in rows[:limit])
+        more = f"<caption>{len(rows)} feasible, {len(self.omitted)} omitted" + (
+            f", first {limit} shown" if len(rows) > limit else "") + "</caption>"
+        return f"<table>{more}<tr>{head}</tr>{body}</table>"
+
 
 def _reason(profile) -> str:
     return profile._df.misfit_reason(f"needs {units.fmt(profile._footprint, 'bytes')}",
