@@ -165,13 +165,7 @@ def statements(registry, case_origins: Iterable[str], engines: bool = False) -> 
     for o in case_origins:
         counts[o] = counts.get(o, 0) + 1
     out = []
-    for c in constants(registry):
-        n = counts.get(c.origin, 0)
-        text = (f"removed when scoring the {n} case(s) from {c.origin}" if n else
-                f"independent: no validation case comes from {c.origin}")
-        out.append({"constant": c.name, "origin": c.origin, "cases_removed_for": n,
-                    "statement": text})
-    for c in kernel_constants(registry):
+    for c in (*constants(registry), *kernel_constants(registry)):
         n = counts.get(c.origin, 0)
         text = (f"removed when scoring the {n} case(s) from {c.origin}" if n else
                 f"independent: no validation case comes from {c.origin}")
