@@ -169,3 +169,11 @@ def test_a_kernel_format_given_by_an_alias_matches(tmp_path):
     est = roofkit.prefill("llama-3-8b", "rtx-4090", tokens=512, precision="q4_0", engine="x",
                           registry=reg)
     assert {r.slot for r in est.rows if r.op == "linear"} == {"int8"}
+
+
+def test_an_engine_version_without_numbers_is_refused(registry):
+    from roofkit.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match="'abc' of tensorrt-llm is not a version"):
+        roofkit.decode("llama-3-8b", "h100-sxm", batch=1, context=128, precision="fp16",
+                       engine="tensorrt-llm", engine_version="abc", registry=registry)

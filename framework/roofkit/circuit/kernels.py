@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..errors import UnknownNameError
+from ..errors import ArgumentError, UnknownNameError
 from ..schema.engine import KernelProfile, version_key
 from .calibrated import combine
 
@@ -102,6 +102,9 @@ def resolve(registry, engine: str | None, version: str | None, device, workload)
         return None
     ver = version or spec.version
     v = version_key(ver)
+    if not v:
+        raise ArgumentError(f"engine version {ver!r} of {engine} is not a version: give "
+                            "dotted numbers such as 0.6.1 (or a build number such as b3166)")
     dims = workload.dims
     heads = int(dims.get("heads", 0) or 0)
     kv_heads = int(dims.get("kv_heads", 0) or heads or 1)
