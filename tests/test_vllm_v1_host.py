@@ -83,3 +83,18 @@ def test_a_run_below_128_sequences_is_flagged():
                          output_len=4, engine="vllm-v1")
     assert r.outside_profile_range and r.to_dict()["outside_profile_range"]
     assert any("beyond its measured range" in n and "128..256" in n for n in r.notes)
+
+
+def test_serve_charges_it_and_flags_a_batch_above_256(registry):
+    from roofkit.serving import estimate
+
+    prof = _profile(registry)
+    inside = estimate("llama-3.1-8b", "h100", batch=192, input_len=128, output_len=8,
+                      engine="vllm-v1", registry=registry)
+    above = estimate("llama-3.1-8b", "h100", batch=512, input_len=128, output_len=8,
+                     engine="vllm-v1", registry=registry)
+    assert inside.decode_host.dispatch == pytest.approx(0.2145e-3 + SYNC)
+    assert not inside.outside_profile_range
+    assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 256))
+    assert above.outside_profile_range
+    assert any("128..256" in n for n in above.notes)
