@@ -96,22 +96,81 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
     assert len(cases) >= 206 + 27 + 48
     case_origins = {origin(c.source.url) for c in cases}
     added = [c for c in constants(registry)
-             if c.calibration in ("rtx-4090", "v100", "l40s", "l4")
+             if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
+                                  "jetson-orin-nano-8gb", "dgx-spark")
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
         "github:azure/ai-benchmarking-guide", "github:te42kyfo/gpu-benches",
-        "github:baidu-research/deepbench"}
+        "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
+        "github:chsasank/device-benchmarks", "github:antirez/ds4"}
     assert not {c.origin for c in added} & case_origins
 
 
 def test_show_ends_with_the_calibrated_basis(capsys):
     from roofkit.testing import run_cli
 
-    code, out, _ = run_cli(capsys, "show", "m3-max")
+    code, out, _ = run_cli(capsys, "show", "jetson-agx-orin-64gb")
     last = out.strip().splitlines()[-1]
-    assert code == 0 and last.startswith("calibrated basis: no calibration for m3-max")
+    assert code == 0 and last.startswith(
+        "calibrated basis: no calibration for jetson-agx-orin-64gb")
     assert "datasheet only" in last
     code, out, _ = run_cli(capsys, "show", "rtx-4090", "--json")
     basis = json.loads(out)["calibrated_basis"]
     assert basis.startswith("measured achievable for rtx-4090") and "bandwidth" in basis
+
+
+# zzc0721/torch-performance-test-data database.md (torch.mm, square n = 1024 .. 10240, best n)
+@pytest.mark.parametrize(("device", "slot", "tflops", "sheet_tflops"), [
+    ("rtx-5090", "bf16", 240.05, 209.6), ("rtx-5090", "fp16", 234.63, 209.6),
+    ("rtx-5090", "fp32", 70.47, 104.8),
+    ("m3-max", "fp16", 12.84, 14.3), ("m3-max", "fp32", 11.50, 14.3),
+    ("jetson-orin-nano-8gb", "bf16", 10.91, 16.75), ("jetson-orin-nano-8gb", "fp16", 10.18, 16.75),
+    ("jetson-orin-nano-8gb", "fp32", 1.31, 2.09),
+])
+def test_torch_mm_sweep_peaks_of_the_edge_and_desktop_devices(registry, device, slot, tflops,
+                                                              sheet_tflops):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.compute[slot] == pytest.approx(sheet_tflops * 1e12)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.provenance[f"compute.{slot}"].startswith(f"calibration {device}")
+
+
+def test_the_rtx_5090_bf16_sweep_sets_its_size_curve(registry):
+    roof = device_roofline(registry.device("rtx-5090"), "calibrated", registry)
+    # issue #96: 94.16 TFLOP/s at 1024^3 over the sweep's best, 240.05 at 10240^3
+    assert roof.efficiency("bf16", 2.0 * 1024**3) == pytest.approx(94.16 / 240.05)
+    assert roof.matmul_rate("bf16", 2.0 * 10240**3) == pytest.approx(240.05e12)
+    # above the 209.6 TFLOP/s stated at the 2407 MHz rated boost: 240.05 / 209.6 = 1.145
+    assert roof.peaks["bf16"] / registry.device("rtx-5090").compute["bf16"] == \
+        pytest.approx(1.145, abs=1e-3)
+    assert "datasheet ceiling kept for bandwidth" in roof.basis
+
+
+@pytest.mark.parametrize(("device", "gbs", "sheet_gbs", "share"), [
+    ("m3-max", 318.0, 400.0, 0.795),  # tensor copy_, read + write counted: 318 / 400
+    ("dgx-spark", 231.0, 273.0, 0.846),  # read-only kernel, low end of 231-234: 231 / 273
+])
+def test_measured_bandwidths_of_the_unified_memory_devices(registry, device, gbs, sheet_gbs,
+                                                           share):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.memory.bandwidth == pytest.approx(sheet_gbs * 1e9)
+    assert roof.bandwidth == pytest.approx(gbs * 1e9) and roof.bandwidth_measured
+    assert roof.bandwidth / dev.memory.bandwidth == pytest.approx(share, abs=1e-3)
+
+
+def test_the_dgx_spark_keeps_every_datasheet_compute_ceiling(registry):
+    dev = registry.device("dgx-spark")
+    roof = device_roofline(dev, "calibrated", registry)
+    assert roof.peaks == device_roofline(dev, "datasheet", registry).peaks
+    assert "compute.bf16" in roof.basis.split("datasheet ceiling kept for", 1)[1]
+
+
+def test_the_orin_nano_notes_check_the_625_mhz_arithmetic(registry):
+    cal = registry.catalogues["calibration"]["jetson-orin-nano-8gb"]
+    # 32 tensor cores x 256 FMA/clk x 2 FLOP x 0.625 GHz = 10.24 TFLOP/s; 10.91 / 10.24 = 1.065
+    peak_625 = 32 * 256 * 2 * 0.625e9
+    assert cal.compute["bf16"].value / peak_625 == pytest.approx(1.065, abs=1e-3)
+    assert "power mode not stated" in cal.compute["bf16"].notes.lower()
