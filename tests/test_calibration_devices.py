@@ -97,23 +97,24 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
     case_origins = {origin(c.source.url) for c in cases}
     added = [c for c in constants(registry)
              if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
-                                  "jetson-orin-nano-8gb", "dgx-spark")
+                                  "jetson-orin-nano-8gb", "dgx-spark",
+                                  "jetson-agx-orin-64gb")
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
         "github:azure/ai-benchmarking-guide", "github:te42kyfo/gpu-benches",
         "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
-        "github:chsasank/device-benchmarks", "github:antirez/ds4"}
+        "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
+        "github:huggingface/kernels"}
     assert not {c.origin for c in added} & case_origins
 
 
 def test_show_ends_with_the_calibrated_basis(capsys):
     from roofkit.testing import run_cli
 
-    code, out, _ = run_cli(capsys, "show", "jetson-agx-orin-64gb")
+    code, out, _ = run_cli(capsys, "show", "mi250x")
     last = out.strip().splitlines()[-1]
-    assert code == 0 and last.startswith(
-        "calibrated basis: no calibration for jetson-agx-orin-64gb")
+    assert code == 0 and last.startswith("calibrated basis: no calibration for mi250x")
     assert "datasheet only" in last
     code, out, _ = run_cli(capsys, "show", "rtx-4090", "--json")
     basis = json.loads(out)["calibrated_basis"]
@@ -151,6 +152,7 @@ def test_the_rtx_5090_bf16_sweep_sets_its_size_curve(registry):
 @pytest.mark.parametrize(("device", "gbs", "sheet_gbs", "share"), [
     ("m3-max", 318.0, 400.0, 0.795),  # tensor copy_, read + write counted: 318 / 400
     ("dgx-spark", 231.0, 273.0, 0.846),  # read-only kernel, low end of 231-234: 231 / 273
+    ("jetson-agx-orin-64gb", 152.8, 204.8, 0.746),  # read past L2 (2 GB): 152.8 / 204.8
 ])
 def test_measured_bandwidths_of_the_unified_memory_devices(registry, device, gbs, sheet_gbs,
                                                            share):
@@ -161,11 +163,30 @@ def test_measured_bandwidths_of_the_unified_memory_devices(registry, device, gbs
     assert roof.bandwidth / dev.memory.bandwidth == pytest.approx(share, abs=1e-3)
 
 
-def test_the_dgx_spark_keeps_every_datasheet_compute_ceiling(registry):
+@pytest.mark.parametrize(("device", "slot", "tflops", "sheet_tflops"), [
+    # infinigence/ApxInf PR #74: low ends of 33.4-34.1 (cuBLAS BF16) and 4.8-5.2 (FP32 FMA)
+    ("jetson-agx-orin-64gb", "bf16", 33.4, 42.5), ("jetson-agx-orin-64gb", "fp32", 4.8, 5.3),
+    # huggingface/kernels GB10 guide: BF16 matmul 2048^3 (peak observed), FP32 matmul 4096^3
+    ("dgx-spark", "bf16", 92.3, 125.0), ("dgx-spark", "fp32", 16.4, 31.0),
+])
+def test_measured_matmul_of_the_unified_memory_devices(registry, device, slot, tflops,
+                                                        sheet_tflops):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.compute[slot] == pytest.approx(sheet_tflops * 1e12)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.peaks[slot] < dev.compute[slot]
+    # fp16 stands for bf16 where the datasheet lists equal peaks
+    assert roof.peaks["fp16"] == roof.peaks["bf16"]
+
+
+def test_the_dgx_spark_keeps_its_fp8_and_fp4_datasheet_ceilings(registry):
     dev = registry.device("dgx-spark")
     roof = device_roofline(dev, "calibrated", registry)
-    assert roof.peaks == device_roofline(dev, "datasheet", registry).peaks
-    assert "compute.bf16" in roof.basis.split("datasheet ceiling kept for", 1)[1]
+    sheet = device_roofline(dev, "datasheet", registry)
+    assert roof.peaks["fp8"] == sheet.peaks["fp8"] and roof.peaks["fp4"] == sheet.peaks["fp4"]
+    assert roof.basis.endswith("datasheet ceiling kept for compute.fp8, compute.fp4; "
+                               "host: measured kernel launch")
 
 
 def test_the_orin_nano_notes_check_the_625_mhz_arithmetic(registry):
