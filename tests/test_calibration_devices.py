@@ -3,6 +3,8 @@ datasheet's on the calibrated basis; a bandwidth nobody measured stays the datas
 keeps an estimate outside the calibrated range of the intervals."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +197,25 @@ def test_the_orin_nano_notes_check_the_625_mhz_arithmetic(registry):
     peak_625 = 32 * 256 * 2 * 0.625e9
     assert cal.compute["bf16"].value / peak_625 == pytest.approx(1.065, abs=1e-3)
     assert "power mode not stated" in cal.compute["bf16"].notes.lower()
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "calibrated-devices.md"
+
+
+@pytest.mark.parametrize(("label", "device"), [
+    ("RTX 5090", "rtx-5090"), ("M3 Max", "m3-max"), ("Jetson Orin Nano", "jetson-orin-nano-8gb"),
+    ("DGX Spark", "dgx-spark"), ("Jetson AGX Orin 64GB", "jetson-agx-orin-64gb"),
+])
+def test_the_doc_table_of_what_the_new_calibrations_move_is_current(registry, label, device):
+    row = next(r for r in DOC.read_text().splitlines() if r.startswith(f"| {label} | ")
+               and "->" in r)
+    nums = [float(x) for x in re.findall(r"([0-9.]+) -> ([0-9.]+) ms", row)[0]
+            + re.findall(r"([0-9.]+) -> ([0-9.]+) ms", row)[1]]
+    got = []
+    for basis in ("datasheet", "calibrated"):
+        got.append(roofkit.decode("llama-3.2-1b", device, batch=1, context=1024, basis=basis,
+                                  registry=registry).time * 1e3)
+    for basis in ("datasheet", "calibrated"):
+        got.append(roofkit.prefill("llama-3.2-1b", device, tokens=2048, basis=basis,
+                                   registry=registry).time * 1e3)
+    assert got == pytest.approx(nums, abs=0.051)
