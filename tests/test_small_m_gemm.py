@@ -56,7 +56,7 @@ def test_the_table_reads_as_published():
 
 
 def test_small_m_fp8_gemms_are_predicted_within_a_quarter(h100):
-    """Model over published, M = 64 and 128: 0.76 .. 1.16 per row, geometric mean 1.00."""
+    """Model over published, M = 64 and 128: 0.76 .. 1.16 per row, geometric mean 0.98."""
     ratios = [_model_tflops(h100, m, n, k) / tf for m, n, k, tf, _ in SMALL_M]
     assert all(0.75 < r < 1.2 for r in ratios), ratios
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
