@@ -93,9 +93,12 @@ def predict(case: EnergyCase, registry=None) -> dict:
     est = serve(case.workload, case.device, batch=case.batch, input_len=case.input_len,
                 output_len=case.output_len, tp=case.tp, engine=case.engine, registry=registry)
     e = energy.serving_energy(est)
-    per = case.batch * case.output_len if case.metric == "j_per_token" else est.e2e * case.tp
-    return {"per_op": e / per, "tdp": est.energy / per, "model": energy.model_name(case.device),
-            "itl_ms": float(est.itl_ms), "power_w": e / (est.e2e * case.tp)}
+    e2e, itl = energy.serving_times(est)  # device steps under the power limit
+    tokens = case.batch * case.output_len
+    j_tdp = est.energy / (tokens if case.metric == "j_per_token" else est.e2e * case.tp)
+    per = tokens if case.metric == "j_per_token" else e2e * case.tp
+    return {"per_op": e / per, "tdp": j_tdp, "model": energy.model_name(case.device),
+            "itl_ms": itl * 1e3, "power_w": e / (e2e * case.tp)}
 
 
 def run(cases=None, registry=None) -> dict:
