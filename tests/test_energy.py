@@ -274,3 +274,15 @@ def test_continuous_case_runs_on_the_load_path_under_the_power_limit():
     # B200's 1000 - 210.8 W of headroom takes at least 2.49 ms (the roofline says 2.1 ms)
     assert p["itl_ms"] >= 16.06e9 * 122.4e-12 / (1000.0 - 210.8) * 1e3
     assert 210.8 <= p["power_w"] <= 1000.0 * (1 + 1e-9)
+
+
+def test_continuous_case_without_per_op_constants_takes_the_tdp_model():
+    assert energy.model_name("mi300x") == "tdp"
+    case = energy_cases.EnergyCase(
+        "c", "llama-3.1-8b", "mi300x", 8, 128, 64, "power_w", 500.0, "u", "q",
+        max_num_seqs=8, max_num_batched_tokens=256, num_requests=40)
+    p = energy_cases.predict(case)
+    assert p["model"] == "tdp" and p["run"] == "load"
+    assert p["per_op"] == pytest.approx(p["tdp"]) and p["power_w"] == pytest.approx(p["tdp"])
+    # the TDP model's power lies between its idle floor (0.3 x 750 W) and TDP
+    assert 0.3 * 750.0 <= p["power_w"] <= 750.0
