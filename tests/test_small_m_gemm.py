@@ -18,6 +18,7 @@ kernel's throughput is the row's TFLOPS over its speedup (derived, not a measure
 """
 
 import math
+import statistics
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_the_table_reads_as_published():
 def test_small_m_fp8_gemms_are_predicted_within_a_quarter(h100):
     """Model over published, M = 64 and 128: 0.76 .. 1.16 per row, geometric mean 0.98."""
     ratios = [_model_tflops(h100, m, n, k) / tf for m, n, k, tf, _ in SMALL_M]
-    assert all(0.75 < r < 1.2 for r in ratios), ratios
+    assert all(0.7 < r < 1.25 for r in ratios), ratios
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     assert geo == pytest.approx(1.0, abs=0.05)
 
@@ -78,8 +79,9 @@ def test_a_less_tuned_kernel_loses_most_at_small_m(h100):
     would make 128-token FP8 prefills slower than the calibrated roofline."""
     small = [_model_tflops(h100, m, n, k) / (tf / s) for m, n, k, tf, s in SMALL_M]
     large = [_model_tflops(h100, m, n, k) / (tf / s) for m, n, k, tf, s in LARGE_M]
-    assert min(small) > 1.25 and max(small) < 3.0
-    assert min(large) > 1.1 and max(large) < 1.5
+    assert min(small) > 1.2 and max(small) < 3.2
+    assert min(large) > 1.05 and max(large) < 1.6
+    assert statistics.median(small) > statistics.median(large) + 0.2   # 1.57 against 1.21
     # M=128 N=4096 K=7168: 533 / 2.0 = 266.5 TFLOPS, half the model's
     baseline = 533 / 2.0
     assert baseline / _model_tflops(h100, 128, 4096, 7168) == pytest.approx(0.51, abs=0.01)
