@@ -4,6 +4,7 @@ prompt/output length distributions, drawn from one seeded generator."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import attrs
@@ -142,6 +143,9 @@ class Stream:
     concurrency: int | None = None
     rate: float | None = None
     describe: str = ""
+    #: a closed loop's client delay before each request (s): the time from the previous
+    #: request's last token to this one reaching the scheduler (None: none)
+    delay: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.input_len)
@@ -150,17 +154,64 @@ class Stream:
         """The requests at ``idx`` (a data-parallel replica's share)."""
         return attrs.evolve(self, input_len=self.input_len[idx],
                             output_len=self.output_len[idx],
-                            arrival=None if self.arrival is None else self.arrival[idx])
+                            arrival=None if self.arrival is None else self.arrival[idx],
+                            delay=None if self.delay is None else self.delay[idx])
+
+
+def _seconds(text: str, what: str) -> float:
+    t = text.strip().lower()
+    scale = 1e-3 if t.endswith("ms") else 1.0
+    t = t[:-2] if t.endswith("ms") else t[:-1] if t.endswith("s") else t
+    try:
+        v = float(t) * scale
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v >= 0):
+        raise SpecError(f"{what} {text!r}: a time >= 0 such as 0.5, 500ms or 2s")
+    return v
+
+
+def think_times(spec, rng: np.random.Generator, n: int) -> np.ndarray | None:
+    """A closed loop's think time per request (s): a client waits this long after its last
+    request's final token before sending the next (its first request too). ``spec``: a number
+    or ``"500ms"`` (fixed), ``"exp:MEAN"`` (exponential, as interactive users are modelled),
+    ``"uniform:LO:HI"``; None or 0: none.
+    Closed-loop throughput then follows the interactive response time law
+    ``X = C / (R + Z)`` (R the mean E2E latency, Z the mean think time)."""
+    if spec is None:
+        return None
+    if isinstance(spec, bool):
+        raise SpecError(f"think time {spec!r}: a time >= 0 such as 0.5, 500ms or exp:2s")
+    if isinstance(spec, int | float):
+        spec = str(spec)
+    text = str(spec).strip()
+    kind, _, rest = text.partition(":")
+    if kind == "exp" and rest:
+        mean = _seconds(rest, "think time mean")
+        return rng.exponential(mean, size=n) if mean > 0 else None
+    if kind == "uniform" and rest.count(":") == 1:
+        lo, hi = (_seconds(x, "think time bound") for x in rest.split(":"))
+        if hi < lo:
+            raise SpecError(f"think time {text!r}: uniform:LOW:HIGH with LOW <= HIGH")
+        return rng.uniform(lo, hi, size=n)
+    if rest:
+        raise SpecError(f"think time {text!r}: write a time (0.5, 500ms), exp:MEAN or "
+                        "uniform:LOW:HIGH")
+    v = _seconds(text, "think time")
+    return np.full(n, v) if v > 0 else None
 
 
 def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=128,
-           output_len=128, seed=0) -> Stream:
+           output_len=128, seed=0, think_time=None) -> Stream:
     """The request stream of a simulation: exactly one of ``concurrency``, ``rate`` (QPS,
     Poisson arrivals) or ``trace`` (a JSON-lines file, one request a line: ``arrival`` s,
-    ``input_len``, ``output_len``)."""
+    ``input_len``, ``output_len``). ``think_time`` (closed loops only): see
+    :func:`think_times`."""
     given = [x is not None for x in (concurrency, rate, trace)]
     if sum(given) != 1:
         raise RoofkitError("give exactly one of concurrency, rate or trace")
+    if think_time is not None and concurrency is None:
+        raise RoofkitError("a think time applies to a closed loop: give it with concurrency")
     if trace is not None:
         return read_trace(trace)
     rng = np.random.default_rng(seed)
@@ -175,9 +226,11 @@ def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=
     if concurrency is not None:
         if isinstance(concurrency, bool) or int(concurrency) != concurrency or concurrency < 1:
             raise RoofkitError(f"concurrency must be a whole number >= 1, got {concurrency!r}")
+        think = think_times(think_time, np.random.default_rng([seed, 1]), n)
+        extra = "" if think is None else f", think time {think_time} (mean {think.mean():.3g} s)"
         return Stream(inp, out, None, int(concurrency), None,
                       f"closed loop of {int(concurrency)} clients, {n} requests, input "
-                      f"{li.describe()}, output {lo.describe()}")
+                      f"{li.describe()}, output {lo.describe()}{extra}", delay=think)
     if not rate > 0:
         raise RoofkitError(f"rate must be > 0 requests/s, got {rate!r}")
     arrival = np.cumsum(rng.exponential(1.0 / rate, size=n))

@@ -25,7 +25,8 @@ A linear extension past the largest measured batch would grow without bound (vid
 profile, measured at 8..64 sequences, would add 348 ms a step at 3,200). A step outside
 ``b_1 .. b_n`` is flagged (``outside_profile_range``) and its estimate says so. A profile
 measured at one batch size only declares its time batch-independent (TensorRT-LLM's
-session runtime, derived at batch 1): it has no range to leave.
+session runtime, derived at batch 1): it has no range to leave; so has a component of a
+profile measured at one batch size (vLLM V1's sampled-token round trip).
 """
 
 from __future__ import annotations
@@ -121,8 +122,10 @@ def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
 
 def measured_range(profile) -> tuple[int, int] | None:
     """The smallest and largest batch any component of an engine profile was measured at;
-    None for a profile measured at one batch size (a batch-independent term)."""
-    keys = sorted({int(k) for t in profile.components.values() for k in t.by_batch})
+    None for a profile measured at one batch size (a batch-independent term). A component
+    measured at one batch size is batch-independent: it has no range to leave."""
+    keys = sorted({int(k) for t in profile.components.values() if len(t.by_batch) > 1
+                   for k in t.by_batch})
     return (keys[0], keys[-1]) if len(keys) > 1 else None
 
 
