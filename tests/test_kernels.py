@@ -156,7 +156,8 @@ def test_simulate_flags_steps_outside_a_kernels_measured_rows(registry):
     plain = roofkit.simulate("llama-3.1-8b", "h100", **kw)
     assert marlin.outside_profile_range
     assert any(n.startswith("kernel marlin outside its measured range") for n in marlin.notes)
-    assert not plain.outside_profile_range
+    # the plain run uses no kernel profile (its flag, if any, is the V1 host time's range)
+    assert not any(n.startswith("kernel ") for n in plain.notes)
 
 
 def test_a_kernel_format_given_by_an_alias_matches(tmp_path):

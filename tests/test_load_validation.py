@@ -24,33 +24,35 @@ def test_load_cases_are_predicted(report, registry):
     assert all(c.scored or c.reason.startswith("a saturated row") for c in report.cases)
     assert sum(c.scored for c in report.cases) >= 30
     origins = {c.origin for c in report.cases}
-    assert len(origins) >= 2  # not one source
+    assert len(origins) >= 5  # NIM, the RTX 4090 post, ROCm vLLM, SGLang on H200, SGLang
 
 
 @pytest.mark.slow
 def test_tpot_errors_do_not_rise_above_the_values_reached(report):
-    # reached on the calibrated basis over the 24 TPOT cases: median 8.3 %, max 18.3 %
-    # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache)
-    assert report.median("calibrated", "tpot") <= 0.085
-    assert report.max("calibrated", "tpot") <= 0.185
+    # reached on the calibrated basis over the 41 TPOT and ITL cases (24 NIM, 9 SGLang on
+    # H200, 8 SGLang v0.3.0): median 13.6 %, max 75.3 % (target: median <= 15 %, max <= 40 %;
+    # the NIM fp8 engines hold an fp8 KV cache; the max is an SGLang H200 ITL past the knee)
+    assert report.median("calibrated", "tpot") <= 0.137
+    assert report.max("calibrated", "tpot") <= 0.754
 
 
 @pytest.mark.slow
 def test_ttft_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 29 TTFT cases (24 NIM, 5 vLLM on an RTX 4090): median 57.6 %, max 209 %
+    # reached over the 42 TTFT cases (24 NIM, 5 vLLM on an RTX 4090, 9 SGLang on H200, 4 SGLang
+    # v0.3.0): median 51.2 %, max 209 %
     # (targets 15 % / 40 % missed: a closed loop of fixed lengths stays in lock step in the
     # simulator, docs/load.md#accuracy-the-mechanisms)
-    assert report.median("calibrated", "ttft") <= 0.58
+    assert report.median("calibrated", "ttft") <= 0.512
     assert report.max("calibrated", "ttft") <= 2.1
 
 
 @pytest.mark.slow
 def test_throughput_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 5 output-tokens/s cases (vLLM, Mistral-7B, RTX 4090): median 26.6 %,
-    # max 36.6 %, all too fast (the RTX 4090's measured bandwidth still prices the decode
-    # below the rows' implied time per token)
-    assert report.median("calibrated", "throughput") <= 0.27
-    assert report.max("calibrated", "throughput") <= 0.37
+    # reached over the 27 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
+    # SGLang on H200): median 44.5 %, max 193 %; every all-at-once run (the MI300X rows and
+    # the H200 offline rows) is predicted too fast, docs/load.md#validation
+    assert report.median("calibrated", "throughput") <= 0.446
+    assert report.max("calibrated", "throughput") <= 1.935
 
 
 def test_a_case_needs_one_request_pattern(tmp_path):
@@ -75,3 +77,33 @@ def test_validate_kind_load_cli(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "--spec-path", str(tmp_path), "validate", "--kind", "load",
                            "--case", "one")
     assert code == 0 and "one" in out and "median |error|" in out
+
+
+def _one_case(tmp_path, extra: str) -> None:
+    folder = tmp_path / "load_cases"
+    folder.mkdir()
+    (folder / "d.toml").write_text(
+        'name = "d"\nworkload = "llama-3.1-8b"\ndevice = "h100"\nmetric = "tpot_ms"\n'
+        'value = 5.0\n[config]\nengine = "e"\nprofile = "vllm-v1"\nrate = 2.0\n'
+        'requests = 20\ninput_len = 64\noutput_len = 16\n' + extra +
+        '[source]\nurl = "https://example.org"\nwhere = "table"\n', encoding="utf-8")
+
+
+def test_a_bad_length_distribution_names_the_key(tmp_path):
+    _one_case(tmp_path, 'input_lengths = "uniform:64"\n')
+    with pytest.raises(roofkit.SpecError, match=r"config\.input_lengths"):
+        roofkit.build_registry(entry_points=False, spec_paths=[tmp_path])
+
+
+def test_a_length_distribution_reaches_the_simulator(tmp_path):
+    from roofkit.load.simulate import simulate
+
+    _one_case(tmp_path, 'input_lengths = "uniform:1:64"\noutput_lengths = "uniform:8:24"\n')
+    reg = roofkit.build_registry(spec_paths=[tmp_path])
+    (case,) = [c for c in reg.catalogues["load_cases"].values() if c.name == "d"]
+    report = run(registry=reg, cases=[case], bases=("calibrated",), loso=False)
+    direct = simulate("llama-3.1-8b", "h100", rate=2.0, requests=20, input_len="uniform:1:64",
+                      output_len="uniform:8:24", engine="vllm-v1", basis="calibrated",
+                      registry=reg)
+    assert report.cases[0].predicted["calibrated"] == pytest.approx(direct.tpot["mean"] * 1e3)
+    assert "uniform:1:64/uniform:8:24" in report.cases[0].config

@@ -12,15 +12,18 @@ from roofkit.errors import SpecError
 from roofkit.serving import suite
 from roofkit.serving.validation import SCORED
 
-#: leave-one-source-out (median, max) over the 167 scored cases (109 static, 58 under load),
-#: measured on the set as it stands; a regression fails, an improvement passes
-PINNED = {"all": (0.1067, 2.0898), "static": (0.0852, 0.3625), "load": (0.1712, 2.0898)}
-#: per metric family: the LOSO median reached (the issue's target: none above 20 %)
-PINNED_FAMILY = {"decode": 0.0938, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.0957,
-                 "ttft": 0.2021}
-#: the 80 % intervals' coverage bounds: the target 75-85 %; leave one case out reaches 85.6 %
-#: on this set (conservative by 0.6 points: the strata backed off to the whole range share
-#: the wide TTFT-under-load residuals), pinned there
+#: leave-one-source-out (median, max) over the 219 scored cases (109 static, 110 under load),
+#: measured on the set as it stands; a regression fails, an improvement passes (the 52 load
+#: cases from ROCm vLLM on MI300X and SGLang on H200, A100 and H100 moved the load median
+#: from 17.1 % to 29.5 %)
+PINNED = {"all": (0.1372, 2.0898), "static": (0.0852, 0.3625), "load": (0.2955, 2.0898)}
+#: per metric family: the LOSO median reached (the issue's target: none above 20 %; TTFT is
+#: above it, 20.2 % before the SGLang and MI300X load cases)
+PINNED_FAMILY = {"decode": 0.1368, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.1138,
+                 "ttft": 0.2936}
+#: the 80 % intervals' coverage bounds: the target 75-85 %; leave one case out reaches 85.0 %
+#: on this set (85.6 % before the SGLang and MI300X load cases; the strata backed off to the
+#: whole range share the wide TTFT-under-load residuals), pinned there
 COVERAGE = {"source": (0.75, 0.85), "case": (0.75, 0.86)}
 
 

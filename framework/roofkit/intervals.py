@@ -180,6 +180,25 @@ def _strata(residuals: Sequence[Residual]) -> dict:
     return index
 
 
+def estimate_interval(value: float, residuals: Sequence[Residual], *, metric: str,
+                      engine: str = "", device_class: str = "", inside: bool = True,
+                      beyond: bool = False, level: float = DEFAULT_LEVEL) -> Interval | None:
+    """An estimate's interval: :func:`interval` in its range; an estimate on measured
+    constants that uses a profile (host time, kernel) beyond the batches it was measured at
+    (``beyond``) takes the union of its inside interval and the outside range's (the
+    datasheet-basis residuals): wider, never moved off the inside one."""
+    kw = dict(metric=metric, engine=engine, device_class=device_class, level=level)
+    iv = interval(value, residuals, inside=inside, **kw)
+    if not (inside and beyond):
+        return iv
+    out = interval(value, residuals, inside=False, **kw)
+    if iv is None or out is None:
+        return out if iv is None else iv
+    return Interval(value, min(iv.lo, out.lo), max(iv.hi, out.hi), iv.level,
+                    f"{iv.stratum} joined with {out.stratum} (a profile used beyond its "
+                    "measured batches)", iv.n + out.n)
+
+
 @functools.cache
 def table(path: str | None = None) -> tuple[Residual, ...]:
     """The shipped residual table (or the one at ``path``)."""

@@ -345,14 +345,14 @@ class Estimate(Result):
         """The prediction interval of ``time`` (s) at ``level``, from the out-of-sample
         residuals of its stratum (:mod:`roofkit.intervals`); None for a batch of several
         sizes or where no residuals apply."""
-        from ..intervals import interval, table
+        from ..intervals import estimate_interval, table
 
         if np.ndim(self.time) != 0:
             return None
-        return interval(float(self.time), table(), metric=self.mode,
-                        engine=str(self.settings.get("engine") or ""),
-                        device_class=self.device_class,
-                        inside=self.inside and not self.outside_profile_range, level=level)
+        return estimate_interval(float(self.time), table(), metric=self.mode,
+                                 engine=str(self.settings.get("engine") or ""),
+                                 device_class=self.device_class, inside=self.inside,
+                                 beyond=self.outside_profile_range, level=level)
 
     def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
         iv = self.interval(level)

@@ -222,11 +222,10 @@ class LoadEstimate(Result):
         (:mod:`roofkit.intervals`). The load cases publish means, so a percentile takes the
         relative interval of its mean's stratum (the stratum names the mean's metric), and
         ITL takes TPOT's (its mean per output token)."""
-        from ..intervals import engine_family, interval, table
+        from ..intervals import engine_family, estimate_interval, table
 
         rows, out = table(), {}
-        inside = (self.inside and self.basis.startswith("measured")
-                  and not self.outside_profile_range)
+        inside = self.inside and self.basis.startswith("measured")
         figures = [(f"{m}_ms" + ("" if q == "mean" else f"_{q}"),
                     f"load_{'tpot' if m == 'itl' else m}_ms", getattr(self, m)[q] * 1e3)
                    for m in self.LATENCIES for q in ("mean", "p50", "p90", "p99")]
@@ -235,8 +234,9 @@ class LoadEstimate(Result):
         for key, metric, v in figures:
             if not math.isfinite(v) or v <= 0:
                 continue
-            iv = interval(v, rows, metric=metric, engine=engine_family(self.engine),
-                          device_class=self.device_class, inside=inside, level=level)
+            iv = estimate_interval(v, rows, metric=metric, engine=engine_family(self.engine),
+                                   device_class=self.device_class, inside=inside,
+                                   beyond=self.outside_profile_range, level=level)
             if iv is not None:
                 out[key] = iv
         return out

@@ -40,7 +40,8 @@ def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> 
     else:
         requests = c.requests or 1000
     r = simulate(case.workload, case.device, concurrency=c.concurrency, rate=c.rate,
-                 requests=requests, input_len=c.input_len, output_len=c.output_len, tp=c.tp,
+                 requests=requests, input_len=c.input_lengths or c.input_len,
+                 output_len=c.output_lengths or c.output_len, tp=c.tp,
                  dp=c.dp, precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16",
                  engine=c.profile, max_num_seqs=c.max_num_seqs,
                  max_batched_tokens=c.max_batched_tokens, disagg=c.disagg or None,
@@ -145,8 +146,9 @@ class LoadReport:
 def _describe(case: LoadCase) -> str:
     c = case.config
     load = f"c{c.concurrency}" if c.concurrency is not None else f"{c.rate:g} req/s"
+    lens = f"{c.input_lengths or c.input_len}/{c.output_lengths or c.output_len}"
     return (f"{c.precision or '16-bit'} tp{c.tp}{f' dp{c.dp}' if c.dp > 1 else ''} {load} "
-            f"{c.input_len}/{c.output_len} {c.profile}")
+            f"{lens}{f' {c.disagg}' if c.disagg else ''} {c.profile}")
 
 
 def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport:

@@ -8,6 +8,7 @@ from typing import Literal
 
 import attrs
 
+from ..errors import RoofkitError
 from .common import catalogue_problems, check_key, measured_problems, precision_problems
 from .fields import count, number, positive
 
@@ -42,6 +43,10 @@ class LoadConfig:
     rate: float | None = number(positive(1e9), default=None, doc="requests per second")
     input_len: int = count(default=128, maximum=10**8)
     output_len: int = count(default=128, maximum=10**8)
+    #: a length distribution the client drew from (``uniform:1:1024``, as ``roofkit simulate
+    #: --input-len``); ``input_len``/``output_len`` then name the client's setting
+    input_lengths: str = ""
+    output_lengths: str = ""
     requests: int | None = count(default=None, maximum=10**8)
     disagg: str = ""
     max_num_seqs: int | None = count(default=None)
@@ -73,6 +78,16 @@ class LoadCase:
         for f in ("tp", "dp", "input_len", "output_len"):
             if getattr(c, f) < 1:
                 out.append((f"config.{f}", f"{f} must be at least 1"))
+        for f in ("input_lengths", "output_lengths"):
+            spec = getattr(c, f)
+            if spec:
+                from ..load.requests import lengths
+
+                try:
+                    lengths(spec)
+                except RoofkitError as exc:
+                    out.append((f"config.{f}", f"{exc}; give a distribution as "
+                                "'uniform:LO:HI' or 'normal:MEAN:STD'"))
         if self.metric in ("output_tokens_per_s", "requests_per_s") and not c.throughput_basis:
             out.append(("config.throughput_basis", "say whether the throughput is 'total' or "
                         "'per_gpu'"))

@@ -88,17 +88,17 @@ class ServingEstimate(Result):
     def intervals(self, level: float = 0.8) -> dict:
         """Per headline figure its prediction interval at ``level`` (:mod:`roofkit.intervals`:
         out-of-sample residuals of engine x metric x device class x calibrated range)."""
-        from ..intervals import interval, table
+        from ..intervals import estimate_interval, table
 
         rows, out = table(), {}
         for name in self.HEADLINES:
             value = getattr(self, name)
             if value is None:
                 continue
-            iv = interval(float(value), rows, metric=name, engine=self.engine or "",
-                          device_class=self.device_class,
-                          inside=self.measured and self.basis == "calibrated" and
-                          not self.outside_profile_range, level=level)
+            iv = estimate_interval(float(value), rows, metric=name,
+                                   engine=self.engine or "", device_class=self.device_class,
+                                   inside=self.measured and self.basis == "calibrated",
+                                   beyond=self.outside_profile_range, level=level)
             if iv is not None:
                 out[name] = iv
         return out
