@@ -151,11 +151,10 @@ def cmd_simulate(args) -> int:
 def cmd_plan(args) -> int:
     from ..load.plan import plan
 
-    if args.plot and not args.plot.lower().endswith((".png", ".svg", ".pdf")):
-        from ..errors import RoofkitError
+    if args.plot:
+        from ..plot import target
 
-        raise RoofkitError(f"cannot write a plot as {args.plot!r}: give --plot a file ending in "
-                           ".png, .svg or .pdf")
+        target(args.plot)
     reg = common.registry(args)
     r = plan(args.workload, args.devices, input_len=args.input_len,
              output_len=args.output_len, slo=args.slo, max_devices=args.max_devices,
