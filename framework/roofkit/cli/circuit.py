@@ -53,9 +53,7 @@ def _common(p, *, costed: bool = True) -> None:
         p.add_argument("--engine-version", dest="engine_version", default=None, metavar="V",
                        help="the engine version whose kernels apply (default: the profile's "
                             "own)")
-        p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
-                       help="prediction interval level from out-of-sample validation "
-                            "residuals (default 0.8)")
+        common.add_interval(p)
 
 
 def register(sub) -> None:

@@ -57,6 +57,22 @@ def table(rows: list[list], headers: list[str], align: str | None = None) -> str
     return "\n".join(lines)
 
 
+def markdown_table(rows: list[list], headers: list[str], align: str | None = None) -> str:
+    """The Markdown of a table; with ``align`` ('l'/'r' per column) the rule right-aligns
+    the 'r' columns (``---:``), without it every column is left to the renderer."""
+    rule = "".join("---:|" if a == "r" else "---|" for a in align) if align else \
+        "---|" * len(headers)
+    lines = ["| " + " | ".join(headers) + " |", "|" + rule]
+    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def add_interval(p, residuals: str = "out-of-sample validation residuals") -> None:
+    """The ``--interval LEVEL`` option of a command that reports a prediction interval."""
+    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
+                   help=f"prediction interval level from {residuals} (default 0.8)")
+
+
 _SI = {"time": "s", "bytes": "B", "bandwidth": "B/s", "compute": "FLOP",
        "throughput": "FLOP/s", "power": "W", "energy": "J", "rate": "1/s", "tokens": "token"}
 

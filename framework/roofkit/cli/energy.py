@@ -21,13 +21,8 @@ def validate_energy(args, reg) -> int:
             for r in report["rows"]]
     headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model",
                "itl err", "power err", "meter", "run"]
-    if args.markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|" + "---|" * len(headers))
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-    else:
-        print(common.table(rows, headers, "llrrrrrlrrll"))
+    print(common.markdown_table(rows, headers) if args.markdown else
+          common.table(rows, headers, "llrrrrrlrrll"))
     med = report["median_abs_error"]
     print(f"\nerror = predicted / measured - 1; median |error|: per-op {med['per_op']:.1%}, "
           f"TDP model {med['tdp']:.1%} over {len(rows)} cases (docs/energy.md)")

@@ -46,9 +46,7 @@ def register(sub) -> None:
     p.add_argument("--search", action="store_true",
                    help="enumerate every valid layout; print the fastest that fit")
     p.add_argument("--top", type=common.count(1), default=10)
-    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
-                   help="prediction interval level from the training cases' out-of-sample "
-                        "residuals (default 0.8)")
+    common.add_interval(p, "the training cases' out-of-sample residuals")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_train)
 
@@ -245,13 +243,8 @@ def cmd_validate_training(args) -> int:
              f"{c.predicted['calibrated']:.4g}" if "calibrated" in c.predicted else "-",
              _pct(c.error("calibrated")), "yes" if c.scored else "no"] for c in report.cases]
     head = ["case", "layout", "measured", "datasheet", "err", "calibrated", "err", "scored"]
-    if args.markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for r in rows:
-            print("| " + " | ".join(str(x) for x in r) + " |")
-    else:
-        print(common.table(rows, head, "llrrrrrl"))
+    print(common.markdown_table(rows, head) if args.markdown else
+          common.table(rows, head, "llrrrrrl"))
     for c in report.cases:
         if not c.scored:
             print(f"  {c.name}: not scored: {c.reason}")

@@ -56,9 +56,7 @@ def register(sub) -> None:
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
                    help="default: calibrated where the device has a calibration in "
                    "specs/calibration, else datasheet")
-    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
-                   help="prediction interval level from out-of-sample validation residuals "
-                        "(default 0.8)")
+    common.add_interval(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_simulate)
 
@@ -265,13 +263,8 @@ def validate_load(args, reg) -> int:
              num(c.predicted.get("calibrated")), pct(c.error("calibrated"))]
             for c in report.cases]
     headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
-    if args.markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|" + "---|" * len(headers))
-        for r in rows:
-            print("| " + " | ".join(str(x) for x in r) + " |")
-    else:
-        print(common.table(rows, headers, "lllrrrrr"))
+    print(common.markdown_table(rows, headers) if args.markdown else
+          common.table(rows, headers, "lllrrrrr"))
     print("\nerror = (predicted - measured) / measured")
     for fam, by_basis in report.summary().items():
         for basis, s in by_basis.items():

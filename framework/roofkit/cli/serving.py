@@ -49,9 +49,7 @@ def register(sub) -> None:
     p.add_argument("--ep", type=common.count(1), default=1, help="expert-parallel devices (MoE)")
     p.add_argument("--attention-dp", type=common.count(1), default=1, metavar="D",
                    help="data-parallel attention replicas (with --ep)")
-    p.add_argument("--interval", type=float, default=0.8, metavar="LEVEL",
-                   help="prediction interval level from out-of-sample validation residuals "
-                        "(default 0.8)")
+    common.add_interval(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_serve)
 
@@ -360,13 +358,8 @@ def validate_suite(args, reg, view: str | None = None) -> int:
     md = args.markdown
 
     def show(rows, headers, align):
-        if md:
-            print("| " + " | ".join(headers) + " |")
-            print("|" + "".join("---|" if a == "l" else "---:|" for a in align))
-            for r in rows:
-                print("| " + " | ".join(str(x) for x in r) + " |")
-        else:
-            print(common.table(rows, headers, align))
+        print(common.markdown_table(rows, headers, align) if md else
+              common.table(rows, headers, align))
         print()
 
     print(f"The whole serving validation set: {report.title()}.\n")

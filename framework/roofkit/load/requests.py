@@ -242,7 +242,8 @@ def stream(*, requests=None, concurrency=None, rate=None, trace=None, input_len=
                       f"{li.describe()}, output {lo.describe()}{extra}", delay=think)
     if not 0 < rate < math.inf:
         raise RoofkitError(f"rate must be a finite number > 0 requests/s, got {rate!r}")
-    arrival = np.cumsum(rng.exponential(1.0 / rate, size=n))
+    with np.errstate(over="ignore"):  # an overflow to inf is refused just below
+        arrival = np.cumsum(rng.exponential(1.0 / rate, size=n))
     if not np.isfinite(arrival[-1]):
         raise RoofkitError(f"rate {rate!r} requests/s spreads {n} requests past the largest "
                            "float time; give a larger rate")
