@@ -77,6 +77,18 @@ def test_think_time_refuses_bad_values(bad):
         simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, think_time=bad)
 
 
+@pytest.mark.parametrize("kw, key", [
+    (dict(disagg="1:1,link=-5GB/s"), "link"), (dict(disagg="1:1,ptp=0"), "ptp"),
+    (dict(disagg="1:1,dtp=x"), "dtp"), (dict(spec_decode="k=x,acceptance=0.5"), "k="),
+    (dict(spec_decode="k=100000000,acceptance=0.5"), "k="),
+    (dict(spec_decode="k=2,acceptance=a"), "acceptance"),
+    (dict(max_num_seqs=0), "max_num_seqs"), (dict(max_batched_tokens=-1), "max_batched"),
+])
+def test_bad_layout_options_name_their_key(kw, key):
+    with pytest.raises(roofkit.errors.SpecError, match=key):
+        simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, **kw)
+
+
 def test_think_time_needs_a_closed_loop():
     with pytest.raises(roofkit.errors.RoofkitError, match="closed loop"):
         simulate("llama-3.1-8b", "h100", rate=2.0, requests=4, think_time=0.5)

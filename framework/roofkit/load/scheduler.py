@@ -92,6 +92,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     inp = [int(x) for x in stream.input_len]
     out = [int(x) for x in stream.output_len]
     closed = stream.arrival is None
+    if not closed and not np.all(np.isfinite(stream.arrival)):
+        raise ValueError("request arrival times must be finite seconds")
     arrival = [0.0] * n if closed else [float(x) for x in stream.arrival]
     conc = stream.concurrency or n
     first = [math.nan] * n

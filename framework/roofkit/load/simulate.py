@@ -37,6 +37,11 @@ BARE = dict(max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
             mixed_batches=True, policy="decode-first", block_size=16, admission="grow")
 
 
+#: the most drafted tokens a speculative step verifies (published drafts: k <= 8; the
+#: verify rows k + 1 per sequence must fit a step's token budget)
+MAX_DRAFT = 64
+
+
 @attrs.frozen
 class SpecDecode:
     """Speculative decoding: ``k`` drafted tokens a step, ``acceptance`` one rate for every
@@ -110,11 +115,16 @@ def parse_disagg(text) -> Disagg | None:
         k, _, v = p.partition("=")
         k = k.strip()
         if k in ("ptp", "dtp"):
+            if not re.fullmatch(r"\s*\d+\s*", v) or int(v) < 1:
+                raise SpecError(f"--disagg {k}={v.strip()!r}: a whole number of devices >= 1")
             kw["prefill_tp" if k == "ptp" else "decode_tp"] = int(v)
         elif k == "link":
             from ..units import parse as parse_quantity
 
-            kw["link_bandwidth"] = parse_quantity(v.strip(), "bandwidth")
+            bw = parse_quantity(v.strip(), "bandwidth")
+            if not (math.isfinite(bw) and bw > 0):
+                raise SpecError(f"--disagg link={v.strip()!r}: a bandwidth > 0, e.g. 50GB/s")
+            kw["link_bandwidth"] = bw
         else:
             raise SpecError(f"--disagg option {k!r}: one of ptp, dtp, link")
     if kw["prefill_workers"] < 1 or kw["decode_workers"] < 1:
@@ -131,9 +141,16 @@ def parse_spec_decode(text) -> SpecDecode | None:
         k, _, v = part.partition("=")
         k = k.strip()
         if k == "k":
+            if not re.fullmatch(r"\s*\d+\s*", v) or not 1 <= int(v) <= MAX_DRAFT:
+                raise SpecError(f"--spec-decode k={v.strip()!r}: a whole number of drafted "
+                                f"tokens per step, 1 to {MAX_DRAFT}")
             kw["k"] = int(v)
         elif k == "acceptance":
-            vals = tuple(float(x) for x in v.split("/"))
+            try:
+                vals = tuple(float(x) for x in v.split("/"))
+            except ValueError:
+                raise SpecError(f"--spec-decode acceptance={v.strip()!r}: rates in [0, 1], "
+                                "one or one per position (0.8/0.6/0.4)") from None
             kw["acceptance"] = vals if len(vals) > 1 else vals[0]
         elif k == "draft":
             kw["draft"] = v.strip()
@@ -575,6 +592,10 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     if not 0.0 <= prefix_hit < 1.0:
         raise RoofkitError(f"prefix_hit must be in [0, 1), got {prefix_hit!r}")
     slo = parse_slo(slo)
+    for name, v in (("max_num_seqs", max_num_seqs), ("max_batched_tokens", max_batched_tokens)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | np.integer)
+                              or v < 1):
+            raise SpecError(f"{name} must be a whole number >= 1, got {v!r}")
     dis = parse_disagg(disagg)
     spec = parse_spec_decode(spec_decode)
     st = _requests.stream(requests=requests, concurrency=concurrency, rate=rate, trace=trace,
