@@ -18,6 +18,7 @@ kernel's throughput is the row's TFLOPS over its speedup (derived, not a measure
 """
 
 import math
+import statistics
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_the_table_reads_as_published():
 def test_small_m_fp8_gemms_are_predicted_within_a_quarter(h100):
     """Model over published, M = 64 and 128: 0.76 .. 1.16 per row, geometric mean 0.98."""
     ratios = [_model_tflops(h100, m, n, k) / tf for m, n, k, tf, _ in SMALL_M]
-    assert all(0.75 < r < 1.2 for r in ratios), ratios
+    assert all(0.7 < r < 1.25 for r in ratios), ratios
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     assert geo == pytest.approx(1.0, abs=0.05)
 
@@ -78,8 +79,44 @@ def test_a_less_tuned_kernel_loses_most_at_small_m(h100):
     would make 128-token FP8 prefills slower than the calibrated roofline."""
     small = [_model_tflops(h100, m, n, k) / (tf / s) for m, n, k, tf, s in SMALL_M]
     large = [_model_tflops(h100, m, n, k) / (tf / s) for m, n, k, tf, s in LARGE_M]
-    assert min(small) > 1.25 and max(small) < 3.0
-    assert min(large) > 1.1 and max(large) < 1.5
+    assert min(small) > 1.2 and max(small) < 3.2
+    assert min(large) > 1.05 and max(large) < 1.6
+    assert statistics.median(small) > statistics.median(large) + 0.2   # 1.57 against 1.21
     # M=128 N=4096 K=7168: 533 / 2.0 = 266.5 TFLOPS, half the model's
     baseline = 533 / 2.0
     assert baseline / _model_tflops(h100, 128, 4096, 7168) == pytest.approx(0.51, abs=0.01)
+
+
+# vLLM's FP8-vs-BF16 GEMM benchmark on an H100, google/gemma-4-31B-it, N=12288 K=5376:
+# https://github.com/vllm-project/vllm/pull/49363 (description, "H100 benchmarks for
+# google/gemma-4-31B-it", rows batch_size 1, 16, 64, 128). Columns: torch-bf16 (cuBLAS) and
+# fp8-tensor-w-tensor-a-noquant (vLLM's CUTLASS scaled_mm, per-tensor scales, BF16 output, the
+# activation quantisation left out), TFLOP/s. The form factor is not printed: the M = 64 BF16
+# row moves 2*(N*K + M*K + M*N) = 134.4 MB in F / 182.59 TFLOP/s = 46.3 us, 2.90 TB/s, above
+# the H100 PCIe's 2.0 TB/s, so an SXM (or NVL) part.
+VLLM_H100 = {  # M: (torch-bf16, fp8 per-tensor) TFLOP/s
+    16: (46.541434, 83.053145), 64: (182.588263, 318.410871), 128: (352.560566, 581.821280),
+}
+N_G, K_G = 12288, 5376
+
+
+def _model_time(roof, slot, m, n, k, nbytes):
+    flops = 2.0 * m * n * k
+    c = flops / roof.matmul_rate(slot, flops)
+    return float(roof.combine(c, nbytes / roof.bandwidth))
+
+
+def test_the_h100_rows_are_memory_bound_reads():
+    m, (bf16, _) = 64, VLLM_H100[64]
+    t = 2 * m * N_G * K_G / (bf16 * 1e12)
+    assert 2 * (N_G * K_G + m * K_G + m * N_G) / t / 1e12 == pytest.approx(2.90, abs=0.01)
+
+
+def test_h100_small_m_fp8_and_bf16_gemms_are_predicted_within_ten_percent(h100):
+    """Model over published, M = 16, 64, 128: FP8 1.03 .. 1.09, BF16 0.96 .. 1.02."""
+    for m, (bf16, fp8) in VLLM_H100.items():
+        flops = 2.0 * m * N_G * K_G
+        t8 = _model_time(h100, "fp8", m, N_G, K_G, N_G * K_G + m * K_G + 2 * m * N_G)
+        t16 = _model_time(h100, "bf16", m, N_G, K_G, 2 * (N_G * K_G + m * K_G + m * N_G))
+        assert 0.95 < flops / t8 / 1e12 / fp8 < 1.10, m
+        assert 0.95 < flops / t16 / 1e12 / bf16 < 1.05, m

@@ -227,6 +227,14 @@ class Estimate(Result):
         return step_energy(self)
 
     @property
+    def time_power_limited(self):
+        """The step's time under the power limit, s (:func:`roofkit.energy.step_time`: the
+        time the per-op energy is charged over; the step's own without per-op constants)."""
+        from ..energy import step_time
+
+        return step_time(self)
+
+    @property
     def memory_required(self):
         """Bytes one device holds for this step: weights + sequences x (KV + state), as
         :meth:`Footprint.bytes` (None without a footprint)."""
@@ -372,6 +380,7 @@ class Estimate(Result):
                        "utilization": _plain(self.utilization),
                        "energy_j": _plain(self.energy),
                        "energy_measured_model_j": _plain(self.energy_measured_model),
+                       "time_power_limited_s": _plain(self.time_power_limited),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),

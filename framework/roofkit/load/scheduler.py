@@ -218,7 +218,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 m = heap[0][0] - D - 1
                 if not reserve and b_tok > 0:
                     m = min(m, int((cap - kv_used) // (b_tok * n_dec * E)))
-                if m >= 2:
+                if m >= 8:  # shorter runs: the scalar step is cheaper than the arrays
                     nd = n_dec
                     pad = pad_of[nd] if nd < len(pad_of) else None
                     b = nd if nd < len(eager) else len(eager) - 1

@@ -120,6 +120,27 @@ def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
     return float(np.interp(x, xs, ys))
 
 
+def interp_linear_array(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """:func:`_interp_linear` at every ``x`` at once."""
+    x = np.asarray(x, dtype=float)
+    if len(xs) == 1:
+        return np.full(x.shape, float(ys[0]))
+    slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+    below = np.maximum(0.0, ys[0] + slope * (x - xs[0]))
+    return np.where(x < xs[0], below, np.interp(x, xs, ys))  # np.interp holds above
+
+
+def engine_step_times(profile, batches: np.ndarray) -> np.ndarray:
+    """:func:`engine_step_time` at every batch of ``batches`` at once."""
+    total = np.zeros(np.shape(batches))
+    for table in profile.components.values():
+        pts = sorted((int(b), t) for b, t in table.by_batch.items())
+        xs = np.array([p[0] for p in pts], dtype=float)
+        ys = np.array([p[1] for p in pts], dtype=float)
+        total += interp_linear_array(batches, xs, ys)
+    return total
+
+
 def measured_range(profile) -> tuple[int, int] | None:
     """The smallest and largest batch any component of an engine profile was measured at;
     None for a profile measured at one batch size (a batch-independent term). A component
