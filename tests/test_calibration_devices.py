@@ -100,14 +100,15 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
     added = [c for c in constants(registry)
              if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
                                   "jetson-orin-nano-8gb", "dgx-spark",
-                                  "jetson-agx-orin-64gb")
+                                  "jetson-agx-orin-64gb", "tpu-v5e")
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
         "github:azure/ai-benchmarking-guide", "github:te42kyfo/gpu-benches",
         "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
         "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
-        "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules"}
+        "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules",
+        "github:jax-ml/jax"}
     assert not {c.origin for c in added} & case_origins
 
 
@@ -208,6 +209,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "calibrated-devices.md"
 @pytest.mark.parametrize(("label", "device"), [
     ("RTX 5090", "rtx-5090"), ("M3 Max", "m3-max"), ("Jetson Orin Nano", "jetson-orin-nano-8gb"),
     ("DGX Spark", "dgx-spark"), ("Jetson AGX Orin 64GB", "jetson-agx-orin-64gb"),
+    ("TPU v5e", "tpu-v5e"),
 ])
 def test_the_doc_table_of_what_the_new_calibrations_move_is_current(registry, label, device):
     row = next(r for r in DOC.read_text().splitlines() if r.startswith(f"| {label} | ")
@@ -222,3 +224,15 @@ def test_the_doc_table_of_what_the_new_calibrations_move_is_current(registry, la
         got.append(roofkit.prefill("llama-3.2-1b", device, tokens=2048, basis=basis,
                                    registry=registry).time * 1e3)
     assert got == pytest.approx(nums, abs=0.051)
+
+
+def test_the_tpu_v5e_xla_matmul_sets_its_peak_and_size_curve(registry):
+    dev = registry.device("tpu-v5e")
+    roof = device_roofline(dev, "calibrated", registry)
+    # Pallas matmul guide, jnp.matmul bf16: 181.82 TFLOP/s at 8192^3 = 92.3 % of 197
+    assert roof.peaks["bf16"] == pytest.approx(181.82e12)
+    assert roof.peaks["bf16"] / dev.compute["bf16"] == pytest.approx(0.923, abs=1e-3)
+    assert roof.efficiency("bf16", 2.0 * 1024**3) == pytest.approx(17.98 / 181.82)
+    assert roof.matmul_rate("bf16", 2.0 * 4096**3) == pytest.approx(166.13e12)
+    assert not roof.bandwidth_measured and roof.bandwidth == dev.memory.bandwidth
+    assert "datasheet ceiling kept for bandwidth, compute.int8" in roof.basis

@@ -24,34 +24,37 @@ def test_load_cases_are_predicted(report, registry):
     assert all(c.scored or c.reason.startswith("a saturated row") for c in report.cases)
     assert sum(c.scored for c in report.cases) >= 30
     origins = {c.origin for c in report.cases}
-    assert len(origins) >= 5  # NIM, the RTX 4090 post, ROCm vLLM, SGLang on H200, SGLang
+    assert len(origins) >= 6  # NIM, the RTX 4090 post, ROCm vLLM, SGLang on H200, SGLang,
+    # SGLang disaggregated on H200
 
 
 @pytest.mark.slow
 def test_tpot_errors_do_not_rise_above_the_values_reached(report):
-    # reached on the calibrated basis over the 41 TPOT and ITL cases (24 NIM, 9 SGLang on
-    # H200, 8 SGLang v0.3.0): median 13.6 %, max 75.3 % (target: median <= 15 %, max <= 40 %;
-    # the NIM fp8 engines hold an fp8 KV cache; the max is an SGLang H200 ITL past the knee)
-    assert report.median("calibrated", "tpot") <= 0.137
+    # reached on the calibrated basis over the 50 TPOT and ITL cases (24 NIM, 9 SGLang on
+    # H200, 8 SGLang v0.3.0, 9 SGLang disaggregated on H200): median 16.2 %, max 75.3 %
+    # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
+    # max is an SGLang H200 ITL past saturation)
+    assert report.median("calibrated", "tpot") <= 0.162
     assert report.max("calibrated", "tpot") <= 0.754
 
 
 @pytest.mark.slow
 def test_ttft_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 42 TTFT cases (24 NIM, 5 vLLM on an RTX 4090, 9 SGLang on H200, 4 SGLang
-    # v0.3.0): median 51.2 %, max 209 %
+    # reached over the 51 TTFT cases (24 NIM, 5 vLLM on an RTX 4090, 9 SGLang on H200, 4 SGLang
+    # v0.3.0, 9 SGLang disaggregated on H200): median 56.4 %, max 209 %
     # (targets 15 % / 40 % missed: a closed loop of fixed lengths stays in lock step in the
     # simulator, docs/load.md#accuracy-the-mechanisms)
-    assert report.median("calibrated", "ttft") <= 0.512
+    assert report.median("calibrated", "ttft") <= 0.565
     assert report.max("calibrated", "ttft") <= 2.1
 
 
 @pytest.mark.slow
 def test_throughput_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 27 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
-    # SGLang on H200): median 44.5 %, max 193 %; every all-at-once run (the MI300X rows and
-    # the H200 offline rows) is predicted too fast, docs/load.md#validation
-    assert report.median("calibrated", "throughput") <= 0.446
+    # reached over the 36 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
+    # SGLang on H200, 9 SGLang disaggregated on H200): median 44.4 %, max 193 %; every
+    # all-at-once run (the MI300X rows and the H200 offline rows) is predicted too fast,
+    # docs/load.md#validation
+    assert report.median("calibrated", "throughput") <= 0.444
     assert report.max("calibrated", "throughput") <= 1.935
 
 

@@ -169,7 +169,11 @@ def _heads(r: Reader, d: Draft, *, layers=("num_hidden_layers",), hidden=("hidde
         d.dim("kv_heads", h, f"derived: config omits {kv[0]}; multi-head attention, "
               f"kv_heads = {heads[0]} = {h:g}")
     else:
-        d.dim("kv_heads", r.number(kv[0], kvh))
+        kvh = r.need(*kv)
+        if h % kvh:
+            raise r.error(kv[0], f"{kv[0]} {kvh:g} does not divide {heads[0]} {h:g}: "
+                          "each key/value head serves a whole group of query heads")
+        d.dim("kv_heads", kvh)
     hd = r.get("head_dim")
     if hd is None:
         if hid % h:
@@ -177,7 +181,7 @@ def _heads(r: Reader, d: Draft, *, layers=("num_hidden_layers",), hidden=("hidde
                           f"{h:g} and the config gives no head_dim")
         d.dim("head_dim", hid // h, f"derived: {hidden[0]} / {heads[0]} = {hid:g} / {h:g}")
     else:
-        d.dim("head_dim", r.number("head_dim", hd))
+        d.dim("head_dim", r.need("head_dim"))
     d.dim("vocab", r.need(*vocab))
     return hid, h
 
