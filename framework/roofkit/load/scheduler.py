@@ -17,6 +17,11 @@ admitted sequence is preempted and recomputed later (its prompt and generated to
 prefilled again). ``reserve`` admits a request only with room for all of its tokens. A
 declared prefix-cache hit rate skips that share of each new prompt's prefill (whole blocks).
 
+An overlapped host (SGLang's zero-overhead scheduler) forms step ``k`` while step ``k - 1``
+runs, from the requests it has received when step ``k - 2`` returned: a request arriving
+during step ``k - 1`` joins step ``k + 1`` at the earliest (``arrival <= start of step
+k - 1``), one step later than a serial host lets it. An idle engine takes a request at once.
+
 The loop keeps O(1) work per step: decode sequences are a heap of their finishing step,
 the running contexts a sum, so a step costs a few float operations and one table lookup
 per term. Speculative decoding generates ``tokens_per_step`` tokens per sequence per step
@@ -158,6 +163,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     lo_b, hi_b = 10**9, 0
     stall = 0.0
     joined_in_stall = 0
+    lag = 0.0  # overlapped host: the step now running, which its arrivals cannot join
     # a closed loop's requests wait in ``pending`` (arrival, rid) for their client delay
     delay = [0.0] * n if stream.delay is None else [float(x) for x in stream.delay]
     pending: list = []
@@ -174,16 +180,18 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         return b_seq
 
     while done < n:
-        # arrivals up to now
-        while next_req < n and arrival[next_req] <= t:
+        # arrivals up to now (to the start of the step running, for an overlapped host)
+        seen = t - lag
+        while next_req < n and arrival[next_req] <= seen:
             waiting.append(next_req)
             next_req += 1
-        while pending and pending[0][0] <= t:
+        while pending and pending[0][0] <= seen:
             waiting.append(heapq.heappop(pending)[1])
         nxt = arrival[next_req] if next_req < n else (pending[0][0] if pending else None)
         if not waiting and not prefilling and n_dec == 0:
             if nxt is not None:
                 t = max(t, nxt)
+                lag = 0.0
                 continue
             break
         if cfg.decode_only:
@@ -223,11 +231,14 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     dts = np.maximum(dev, h) if overlap else dev + h
                     end = t + np.cumsum(dts)
                     if nxt is not None:
-                        # a step may start only before the next arrival
-                        m = min(m, 1 + int(np.searchsorted(end[:m - 1], nxt)))
+                        # a step may start only before the next arrival is seen: at a
+                        # step's end (serial host), at its start (overlapped host)
+                        edge = end - dts if overlap else end
+                        m = min(m, 1 + int(np.searchsorted(edge[:m - 1], nxt)))
                         end, dts = end[:m], dts[:m]
                     if m >= 2:
                         t = float(end[-1])
+                        lag = float(dts[-1]) if overlap else 0.0
                         D += m
                         sum_ctx += m * nd * E
                         kv0 = kv_used
@@ -301,6 +312,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     # nothing fits: the oldest waiting request cannot be admitted
                     if nxt is not None and not waiting:
                         t = max(t, nxt)
+                        lag = 0.0
                         continue
                     raise OOMError("the KV cache cannot admit the next request even with "
                                    "nothing running", required=per, available=cap)
@@ -329,6 +341,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         h = graph[b] if pad is not None else eager[b]
         dt = max(dev, h) if overlap else dev + h
         t += dt
+        lag = dt if overlap else 0.0
 
         # prompts advanced by this step
         step_prefill = 0

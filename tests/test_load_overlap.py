@@ -1,0 +1,64 @@
+"""An overlapped host forms each step one step ahead: arrivals join a step later, by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofkit.load.host import HostTable
+from roofkit.load.requests import Stream
+from roofkit.load.scheduler import EngineConfig, run
+
+PREFILL, DECODE = 0.030, 0.010  # seconds: every prefill step, every decode step
+
+
+class _Attn:
+    def __init__(self, dense):
+        self.dense = dense
+        self.t = [[0.0, 0.0]] * (dense + 1)
+
+
+class _Costs:
+    """Constant step times: a prefill step PREFILL, a decode step DECODE."""
+
+    verify = 1
+    max_seqs = 16
+
+    def __init__(self, dense):
+        self.attn_decode = _Attn(dense)
+        self.ctx_grid = [0.0, 1e6]
+        self.decode_fixed = [DECODE] * 17
+
+    def device_time(self, n_decode, mean_context, chunks=(), samples=None, pad=None):
+        return PREFILL
+
+    def decode_time(self, n, c, pad):
+        return DECODE
+
+
+def _first_tokens(overlap, dense, arrivals, outputs):
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=8192, chunked_prefill=True,
+                       mixed_batches=False, policy="prefill-first", block_size=1,
+                       admission="grow", graph_sizes=(), kv_capacity=1e12, kv_token=1.0,
+                       state_seq=0.0)
+    host = HostTable(eager=[0.0] * 17, graph=[0.0] * 17, measured=None, source="",
+                     overlap=overlap)
+    stream = Stream(input_len=np.array([100] * len(arrivals)), output_len=np.array(outputs),
+                    arrival=np.array(arrivals, dtype=float))
+    trace = run(stream, cfg, _Costs(dense), host)
+    return trace.first_token - trace.arrival
+
+
+@pytest.mark.parametrize("dense", [0, 16])  # step by step, and runs of decode steps at once
+def test_an_arrival_during_a_decode_step_waits_one_step_more_when_overlapped(dense):
+    # A arrives at 0: prefill [0, 30 ms], then decode steps [30, 40], [40, 50], [50, 60] ...
+    # B arrives at 45 ms, inside the step [40, 50].
+    # serial host: B is seen when that step ends, prefill [50, 80]: TTFT 80 - 45 = 35 ms.
+    # overlapped host: the step [50, 60] was formed at 40 ms, before B; B's prefill is the
+    # next step, [60, 90]: TTFT 45 ms, one decode step more. C arrives at 1 s to an idle
+    # engine and is prefilled at once either way: TTFT 30 ms.
+    arrivals, outputs = [0.0, 0.045, 1.0], [11, 2, 2]
+    serial = _first_tokens(False, dense, arrivals, outputs)
+    overlapped = _first_tokens(True, dense, arrivals, outputs)
+    assert serial == pytest.approx([0.030, 0.035, 0.030])
+    assert overlapped == pytest.approx([0.030, 0.045, 0.030])
