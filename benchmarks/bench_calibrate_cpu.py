@@ -18,7 +18,6 @@ bytes read and written).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -26,20 +25,11 @@ import time
 import numpy as np
 
 import roofkit
+from _timing import median_seconds
 from roofkit.calibrate import calibrate
 from roofkit.circuit.roofline import device_roofline
 
 F32 = 4.0
-
-
-def _median(fn, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def gemm_time(roof, m: int, n: int, k: int, gemms: int = 1) -> float:
@@ -82,7 +72,7 @@ def main(quick: bool = False, runs: int = 20) -> None:
         np.matmul(hid, w2, out=y)
 
     pred = gemm_time(roof, b, h, d) + vector_time(roof, b * h) + gemm_time(roof, b, d, h)
-    rows.append((f"MLP forward {b}x{d}->{h}->{d}", pred, _median(mlp, runs)))
+    rows.append((f"MLP forward {b}x{d}->{h}->{d}", pred, median_seconds(mlp, runs)))
 
     # batched matvec: 32 independent (2048 x 2048) @ (2048,) products
     g, n = 32, 2048
@@ -90,8 +80,8 @@ def main(quick: bool = False, runs: int = 20) -> None:
     v = rng.standard_normal((g, n, 1), dtype=np.float32)
     o = np.empty((g, n, 1), np.float32)
     pred = gemm_time(roof, n, 1, n, gemms=g)
-    rows.append((f"batched matvec {g} x {n}x{n}", pred, _median(lambda: np.matmul(a, v, out=o),
-                                                                 runs)))
+    rows.append((f"batched matvec {g} x {n}x{n}", pred, median_seconds(
+        lambda: np.matmul(a, v, out=o), runs)))
 
     print(f"{'workload':34s} {'predicted':>12s} {'measured':>12s} {'pred/meas':>10s}")
     for name, p, m in rows:

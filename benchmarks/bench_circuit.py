@@ -8,22 +8,13 @@ once at most 3 ms.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
 import numpy as np
 
 import roofkit
-
-
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+from _timing import median_seconds
 
 
 def main(runs: int = 2000) -> None:
@@ -32,10 +23,11 @@ def main(runs: int = 2000) -> None:
     t = time.perf_counter()
     roofkit.decode("llama-3.1-70b", "h100", batch=1, context=2048, registry=reg)
     print(f"first call (lower + compile + cache): {1e3 * (time.perf_counter() - t):.2f} ms")
-    one = _median(lambda: roofkit.decode("llama-3.1-70b", "h100", batch=1, context=2048,
-                                         registry=reg), runs)
-    many = _median(lambda: roofkit.decode("llama-3.1-70b", "h100", batch=batches,
-                                          context=2048, registry=reg), runs // 4)
+    one = median_seconds(lambda: roofkit.decode("llama-3.1-70b", "h100", batch=1,
+                                                context=2048, registry=reg), runs, warm=False)
+    many = median_seconds(lambda: roofkit.decode("llama-3.1-70b", "h100", batch=batches,
+                                                 context=2048, registry=reg), runs // 4,
+                          warm=False)
     print(f"decode llama-3.1-70b on h100, batch 1:        median {1e3 * one:.3f} ms "
           f"(target 1 ms: {'met' if one <= 1e-3 else 'MISSED'})")
     print(f"decode llama-3.1-70b on h100, 64 batch sizes: median {1e3 * many:.3f} ms "

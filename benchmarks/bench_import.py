@@ -10,25 +10,13 @@ Medians over repeated timed blocks; nothing here is asserted.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
+
+from _timing import median_seconds
 
 HF = Path(__file__).parents[1] / "tests" / "data" / "hf"
 MODELS = ["llama-3.1-8b", "deepseek-v3", "qwen3-next-80b-a3b"]
-
-
-def median_seconds(fn, number: int, repeat: int) -> float:
-    """Median over ``repeat`` blocks of the mean time of ``number`` calls."""
-    fn()  # warm the caches
-    blocks = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        blocks.append((time.perf_counter() - t0) / number)
-    return statistics.median(blocks)
 
 
 def main() -> int:
@@ -37,11 +25,11 @@ def main() -> int:
 
     reg = roofkit.build_registry(entry_points=False)
     for name in MODELS:
-        t = median_seconds(lambda n=name: workload_from_hf(HF / n, registry=reg), 5, 5)
+        t = median_seconds(lambda n=name: workload_from_hf(HF / n, registry=reg), 5, number=5)
         print(f"import {name:22s} {t * 1e3:8.2f} ms")
     folder = str(HF / "llama-3.1-8b")
-    again = median_seconds(lambda: reg.workload(folder), 200, 7)
-    named = median_seconds(lambda: reg.workload("llama-3.1-8b"), 2000, 7)
+    again = median_seconds(lambda: reg.workload(folder), 7, number=200)
+    named = median_seconds(lambda: reg.workload("llama-3.1-8b"), 7, number=2000)
     print(f"name an imported folder again {again * 1e6:8.1f} us")
     print(f"name a catalogue workload     {named * 1e6:8.1f} us  (ratio {again / named:.0f}x)")
     return 0

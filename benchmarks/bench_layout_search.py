@@ -8,23 +8,13 @@ prints medians and layouts per second. Target: at least 1e5 layouts/s on one cor
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import roofkit
+from _timing import median_seconds
 from roofkit.fleet.cluster import with_devices
 from roofkit.fleet.model import arch_of
 from roofkit.fleet.search import _evaluate, candidates, search_layouts
-
-
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main(runs: int = 7) -> None:
@@ -38,12 +28,13 @@ def main(runs: int = 7) -> None:
         _evaluate(arch, cl, "calibrated", reg, cand, 1024, 1024, 8192, 0, False, False, 0.1)
 
     vector_pass()  # warm the roofline and the collectives' tables
-    t = _median(vector_pass, runs)
+    t = median_seconds(vector_pass, runs, warm=False)
     print(f"vectorised pass: {n:,} layouts in median {1e3 * t:.1f} ms = "
           f"{n / t:,.0f} layouts/s (target 1e5: {'met' if n / t >= 1e5 else 'MISSED'})")
-    whole = _median(lambda: search_layouts("llama-3.1-405b", "dgx-h100", devices=1024,
-                                           global_batch=1024, seq_len=8192, top=5,
-                                           registry=reg), max(1, runs // 2))
+    whole = median_seconds(lambda: search_layouts("llama-3.1-405b", "dgx-h100", devices=1024,
+                                                  global_batch=1024, seq_len=8192, top=5,
+                                                  registry=reg), max(1, runs // 2),
+                           warm=False)
     result = search_layouts("llama-3.1-405b", "dgx-h100", devices=1024, global_batch=1024,
                             seq_len=8192, top=5, registry=reg)
     print("search_layouts (every halving down to one node, top 5 recomputed): "

@@ -9,11 +9,11 @@ Target: at least 10^4 configurations in at most 10 s.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
 import roofkit
+from _timing import median_seconds
 
 KW = dict(max_devices=16, input_len=1024, output_len=256, slo="ttft_p90=2s,tpot_p90=50ms",
           verify=0)
@@ -25,12 +25,8 @@ def main(runs: int = 3) -> None:
     t = time.perf_counter()
     r = roofkit.plan("llama-3.1-70b", devices, registry=reg, **KW)
     first = time.perf_counter() - t
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        roofkit.plan("llama-3.1-70b", devices, registry=reg, **KW)
-        times.append(time.perf_counter() - t)
-    med = statistics.median(times)
+    med = median_seconds(lambda: roofkit.plan("llama-3.1-70b", devices, registry=reg, **KW),
+                         runs, warm=False)
     print(f"first call (plans compiled): {first:.2f} s for {r.evaluated:,} configurations "
           f"(target 10 s: {'met' if first <= 10 and r.evaluated >= 10_000 else 'MISSED'})")
     print(f"plan, cached plans: median {med:.3f} s for {r.evaluated:,} configurations "

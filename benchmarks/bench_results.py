@@ -11,20 +11,7 @@ convention; the views are paid only when asked for. Nothing here is asserted.
 
 from __future__ import annotations
 
-import statistics
-import time
-
-
-def median_seconds(fn, number: int = 200, repeat: int = 7) -> float:
-    """Median over ``repeat`` blocks of the mean time of ``number`` calls."""
-    fn()
-    blocks = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        blocks.append((time.perf_counter() - t0) / number)
-    return statistics.median(blocks)
+from _timing import median_seconds
 
 
 def main() -> int:
@@ -34,14 +21,14 @@ def main() -> int:
     step = lambda: roofkit.decode("llama-3.1-8b", "h100", batch=32, context=2048)  # noqa: E731
     for name, make, headline in (("Engine.solve", solve, "latency"),
                                  ("decode", step, "time")):
-        base = median_seconds(make)
+        base = median_seconds(make, 7, number=200)
         result = make()
         print(f"{name:<14} {base * 1e6:9.1f} us")
         views = {"q." + headline: lambda r=result, h=headline: getattr(r.q, h),
                  "to_dict()": result.to_dict, "repr": lambda r=result: repr(r),
                  "_repr_html_": result._repr_html_}
         for view, fn in views.items():
-            t = median_seconds(fn)
+            t = median_seconds(fn, 7, number=200)
             print(f"  {view:<12} {t * 1e6:9.1f} us  ({t / base:.2f} x the {name})")
     return 0
 

@@ -9,24 +9,15 @@ requests <= 10 s on one core.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
 import roofkit
+from _timing import median_seconds
 from roofkit.load import requests as _requests
 from roofkit.load.scheduler import run
 
 KW = dict(concurrency=64, input_len=512, output_len=128, engine="vllm")
-
-
-def _median(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main(runs: int = 3) -> None:
@@ -39,13 +30,13 @@ def main(runs: int = 3) -> None:
     roofkit.simulate(w, d, requests=100, registry=reg, **KW)
     print(f"first call (plans compiled, tables built): {time.perf_counter() - t:.2f} s")
     for n, target in ((10_000, 1.0), (100_000, 10.0)):
-        whole = _median(lambda n=n: roofkit.simulate(w, d, requests=n, registry=reg, **KW),
-                        runs if n <= 10_000 else 1)
+        whole = median_seconds(lambda n=n: roofkit.simulate(w, d, requests=n, registry=reg, **KW),
+                               runs if n <= 10_000 else 1, warm=False)
         st = _requests.stream(requests=n, concurrency=64, input_len=512, output_len=128)
         rep = sim.build_replica(reg, w, d, engine="vllm", tp=1, precision=None,
                                 kv_cache_dtype="bf16", basis="calibrated", stream=st)
-        loop = _median(lambda st=st, rep=rep: run(st, rep.cfg, rep.costs, rep.host),
-                       runs if n <= 10_000 else 1)
+        loop = median_seconds(lambda st=st, rep=rep: run(st, rep.cfg, rep.costs, rep.host),
+                              runs if n <= 10_000 else 1, warm=False)
         print(f"simulate {n:>7,} requests: whole call median {whole:.2f} s, engine loop "
               f"{loop:.2f} s (target {target:g} s: {'met' if whole <= target else 'MISSED'})")
 

@@ -10,9 +10,9 @@ ratios to the reference (1,150 us per solve, 140 ms per 120-point sweep). Target
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
+
+from _timing import median_seconds
 
 REFERENCE_SOLVE_US = 1150.0
 REFERENCE_SWEEP_MS = 140.0
@@ -22,18 +22,6 @@ TARGET_SWEEP_MS = 2.0
 DEVICES = ["h100", "a100-80gb", "h200", "b200", "l4"]
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128]
 PRECISIONS = ["fp16", "bf16", "fp8"]
-
-
-def median_seconds(fn, number: int, repeat: int) -> float:
-    """Median over ``repeat`` blocks of the mean time of ``number`` calls."""
-    fn()  # warm the caches
-    blocks = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        blocks.append((time.perf_counter() - t0) / number)
-    return statistics.median(blocks)
 
 
 def main() -> int:

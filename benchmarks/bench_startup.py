@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+from _timing import timings
+
 REFERENCE_S = 3.9  # the reference implementation's time to answer anything
 
 
@@ -21,15 +23,13 @@ def main(runs: int = 15) -> None:
     cmd = [exe, "devices"] if exe else [sys.executable, "-m", "roofkit.cli", "devices"]
     # as installed: pip compiles bytecode, so a shell's PYTHONDONTWRITEBYTECODE is dropped
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    times = []
-    for i in range(runs + 1):
-        t = time.perf_counter()
+    def devices():
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-        dt = time.perf_counter() - t
-        if i == 0:
-            print(f"first run (cold spec cache possible): {dt:.3f} s")
-        else:
-            times.append(dt)
+
+    t = time.perf_counter()
+    devices()
+    print(f"first run (cold spec cache possible): {time.perf_counter() - t:.3f} s")
+    times = timings(devices, runs, warm=False)
     med = statistics.median(times)
     print(f"roofkit devices: median {med:.3f} s over {runs} runs "
           f"(min {min(times):.3f}, max {max(times):.3f})")

@@ -17,11 +17,12 @@ implementation does about 870 points a second. Nothing here is asserted.
 from __future__ import annotations
 
 import random
-import statistics
 import sys
 import time
 
 import numpy as np
+
+from _timing import median_seconds
 
 REFERENCE_POINTS_PER_S = 870.0
 TARGET_S = 2.0
@@ -36,16 +37,6 @@ DECODE_DEVICES = ["h100", "h200", "b200", "mi300x", "a100-80gb"]
 DECODE_PRECISIONS = ["fp8", "bf16"]
 DECODE_CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072]
 DECODE_BATCHES = np.arange(1, 1_001)
-
-
-def median_run(fn, repeats: int) -> tuple[float, object]:
-    fn()  # warm: plans compiled, facts resolved
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def scalar_per_point(call, grid, sample: int, seed: int = 0) -> float:
@@ -79,7 +70,8 @@ def main(repeats: int = 5) -> int:
         return roofkit.sweep(WORKLOAD, ENGINE_DEVICES, ENGINE_PRECISIONS, ENGINE_BATCHES,
                              registry=reg)
 
-    med, table = median_run(engine, repeats)
+    table = engine()  # warm: plans compiled, facts resolved
+    med = median_seconds(engine, repeats, warm=False)
     per = scalar_per_point(
         lambda d, p, b: Engine.solve(WORKLOAD, d, batch_size=int(b), precision=p, registry=reg),
         [ENGINE_DEVICES, ENGINE_PRECISIONS, ENGINE_BATCHES.tolist()], 5000)
@@ -89,7 +81,8 @@ def main(repeats: int = 5) -> int:
         return roofkit.sweep(WORKLOAD, DECODE_DEVICES, DECODE_PRECISIONS, DECODE_BATCHES,
                              contexts=DECODE_CONTEXTS, mode="decode", registry=reg)
 
-    med, table = median_run(decode, repeats)
+    table = decode()
+    med = median_seconds(decode, repeats, warm=False)
     per = scalar_per_point(
         lambda d, p, c, b: roofkit.decode(WORKLOAD, d, batch=int(b), context=int(c),
                                           precision=p, registry=reg).time,

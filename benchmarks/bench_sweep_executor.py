@@ -11,14 +11,13 @@ in the workers). Prints medians and the pool / in-process ratios. Nothing is ass
 from __future__ import annotations
 
 import multiprocessing
-import statistics
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
 import roofkit
+from _timing import median_seconds
 
 DEVICES = ["h100", "h200", "b200", "mi300x", "a100-80gb", "l40s", "gaudi3", "tpu-v5p",
            "mi355x", "rtx-5090"]
@@ -26,26 +25,16 @@ PRECISIONS = ["fp16", "bf16", "fp8", "int8", "nvfp4"]
 BATCHES = np.arange(1, 20_001)
 
 
-def median(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main(repeats: int = 3) -> None:
     grid = dict(workload="llama-3.1-70b", devices=DEVICES, precisions=PRECISIONS,
                 batch_sizes=BATCHES)
-    local = median(lambda: roofkit.sweep(**grid), repeats)
+    local = median_seconds(lambda: roofkit.sweep(**grid), repeats)
     best = dict(best_by=("device", "throughput_per_s"))
-    local_best = median(lambda: roofkit.sweep(**grid, **best), repeats)
+    local_best = median_seconds(lambda: roofkit.sweep(**grid, **best), repeats)
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
-        full = median(lambda: roofkit.sweep(**grid, executor=pool), repeats)
-        reduced = median(lambda: roofkit.sweep(**grid, executor=pool, **best), repeats)
+        full = median_seconds(lambda: roofkit.sweep(**grid, executor=pool), repeats)
+        reduced = median_seconds(lambda: roofkit.sweep(**grid, executor=pool, **best), repeats)
     n = len(DEVICES) * len(PRECISIONS) * len(BATCHES)
     print(f"engine sweep, {n:,} points (median of {repeats}):")
     print(f"  in process, whole table            {local:.3f} s")

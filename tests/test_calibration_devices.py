@@ -3,6 +3,8 @@ datasheet's on the calibrated basis; a bandwidth nobody measured stays the datas
 keeps an estimate outside the calibrated range of the intervals."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -96,22 +98,141 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
     assert len(cases) >= 206 + 27 + 48
     case_origins = {origin(c.source.url) for c in cases}
     added = [c for c in constants(registry)
-             if c.calibration in ("rtx-4090", "v100", "l40s", "l4")
+             if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
+                                  "jetson-orin-nano-8gb", "dgx-spark",
+                                  "jetson-agx-orin-64gb", "tpu-v5e")
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
         "github:azure/ai-benchmarking-guide", "github:te42kyfo/gpu-benches",
-        "github:baidu-research/deepbench"}
+        "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
+        "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
+        "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules",
+        "github:jax-ml/jax"}
     assert not {c.origin for c in added} & case_origins
 
 
 def test_show_ends_with_the_calibrated_basis(capsys):
     from roofkit.testing import run_cli
 
-    code, out, _ = run_cli(capsys, "show", "m3-max")
+    code, out, _ = run_cli(capsys, "show", "mi250x")
     last = out.strip().splitlines()[-1]
-    assert code == 0 and last.startswith("calibrated basis: no calibration for m3-max")
+    assert code == 0 and last.startswith("calibrated basis: no calibration for mi250x")
     assert "datasheet only" in last
     code, out, _ = run_cli(capsys, "show", "rtx-4090", "--json")
     basis = json.loads(out)["calibrated_basis"]
     assert basis.startswith("measured achievable for rtx-4090") and "bandwidth" in basis
+
+
+# zzc0721/torch-performance-test-data database.md (torch.mm, square n = 1024 .. 10240, best n)
+@pytest.mark.parametrize(("device", "slot", "tflops", "sheet_tflops"), [
+    ("rtx-5090", "bf16", 240.05, 209.6), ("rtx-5090", "fp16", 234.63, 209.6),
+    ("rtx-5090", "fp32", 70.47, 104.8),
+    ("m3-max", "fp16", 12.84, 14.3), ("m3-max", "fp32", 11.50, 14.3),
+    ("jetson-orin-nano-8gb", "bf16", 10.91, 16.75), ("jetson-orin-nano-8gb", "fp16", 10.18, 16.75),
+    ("jetson-orin-nano-8gb", "fp32", 1.31, 2.09),
+])
+def test_torch_mm_sweep_peaks_of_the_edge_and_desktop_devices(registry, device, slot, tflops,
+                                                              sheet_tflops):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.compute[slot] == pytest.approx(sheet_tflops * 1e12)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.provenance[f"compute.{slot}"].startswith(f"calibration {device}")
+
+
+def test_the_rtx_5090_bf16_sweep_sets_its_size_curve(registry):
+    roof = device_roofline(registry.device("rtx-5090"), "calibrated", registry)
+    # issue #96: 94.16 TFLOP/s at 1024^3 over the sweep's best, 240.05 at 10240^3
+    assert roof.efficiency("bf16", 2.0 * 1024**3) == pytest.approx(94.16 / 240.05)
+    assert roof.matmul_rate("bf16", 2.0 * 10240**3) == pytest.approx(240.05e12)
+    # above the 209.6 TFLOP/s stated at the 2407 MHz rated boost: 240.05 / 209.6 = 1.145
+    assert roof.peaks["bf16"] / registry.device("rtx-5090").compute["bf16"] == \
+        pytest.approx(1.145, abs=1e-3)
+    assert roof.basis.endswith("datasheet ceiling kept for compute.fp8, compute.fp4; "
+                               "host: measured kernel launch")
+
+
+@pytest.mark.parametrize(("device", "gbs", "sheet_gbs", "share"), [
+    # p2pBandwidthLatencyTest diagonal (intra-GPU copy, read + write): 1528.91 / 1792
+    ("rtx-5090", 1528.91, 1792.0, 0.853),
+    ("m3-max", 318.0, 400.0, 0.795),  # tensor copy_, read + write counted: 318 / 400
+    ("dgx-spark", 231.0, 273.0, 0.846),  # read-only kernel, low end of 231-234: 231 / 273
+    ("jetson-agx-orin-64gb", 152.8, 204.8, 0.746),  # read past L2 (2 GB): 152.8 / 204.8
+])
+def test_measured_bandwidths_of_the_unified_memory_devices(registry, device, gbs, sheet_gbs,
+                                                           share):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.memory.bandwidth == pytest.approx(sheet_gbs * 1e9)
+    assert roof.bandwidth == pytest.approx(gbs * 1e9) and roof.bandwidth_measured
+    assert roof.bandwidth / dev.memory.bandwidth == pytest.approx(share, abs=1e-3)
+
+
+@pytest.mark.parametrize(("device", "slot", "tflops", "sheet_tflops"), [
+    # infinigence/ApxInf PR #74: low ends of 33.4-34.1 (cuBLAS BF16) and 4.8-5.2 (FP32 FMA)
+    ("jetson-agx-orin-64gb", "bf16", 33.4, 42.5), ("jetson-agx-orin-64gb", "fp32", 4.8, 5.3),
+    # huggingface/kernels GB10 guide: BF16 matmul 2048^3 (peak observed), FP32 matmul 4096^3
+    ("dgx-spark", "bf16", 92.3, 125.0), ("dgx-spark", "fp32", 16.4, 31.0),
+])
+def test_measured_matmul_of_the_unified_memory_devices(registry, device, slot, tflops,
+                                                        sheet_tflops):
+    dev = registry.device(device)
+    roof = device_roofline(dev, "calibrated", registry)
+    assert dev.compute[slot] == pytest.approx(sheet_tflops * 1e12)
+    assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
+    assert roof.peaks[slot] < dev.compute[slot]
+    # fp16 stands for bf16 where the datasheet lists equal peaks
+    assert roof.peaks["fp16"] == roof.peaks["bf16"]
+
+
+def test_the_dgx_spark_keeps_its_fp8_and_fp4_datasheet_ceilings(registry):
+    dev = registry.device("dgx-spark")
+    roof = device_roofline(dev, "calibrated", registry)
+    sheet = device_roofline(dev, "datasheet", registry)
+    assert roof.peaks["fp8"] == sheet.peaks["fp8"] and roof.peaks["fp4"] == sheet.peaks["fp4"]
+    assert roof.basis.endswith("datasheet ceiling kept for compute.fp8, compute.fp4; "
+                               "host: measured kernel launch")
+
+
+def test_the_orin_nano_notes_check_the_625_mhz_arithmetic(registry):
+    cal = registry.catalogues["calibration"]["jetson-orin-nano-8gb"]
+    # 32 tensor cores x 256 FMA/clk x 2 FLOP x 0.625 GHz = 10.24 TFLOP/s; 10.91 / 10.24 = 1.065
+    peak_625 = 32 * 256 * 2 * 0.625e9
+    assert cal.compute["bf16"].value / peak_625 == pytest.approx(1.065, abs=1e-3)
+    assert "power mode not stated" in cal.compute["bf16"].notes.lower()
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "calibrated-devices.md"
+
+
+@pytest.mark.parametrize(("label", "device"), [
+    ("RTX 5090", "rtx-5090"), ("M3 Max", "m3-max"), ("Jetson Orin Nano", "jetson-orin-nano-8gb"),
+    ("DGX Spark", "dgx-spark"), ("Jetson AGX Orin 64GB", "jetson-agx-orin-64gb"),
+    ("TPU v5e", "tpu-v5e"),
+])
+def test_the_doc_table_of_what_the_new_calibrations_move_is_current(registry, label, device):
+    row = next(r for r in DOC.read_text().splitlines() if r.startswith(f"| {label} | ")
+               and "->" in r)
+    nums = [float(x) for x in re.findall(r"([0-9.]+) -> ([0-9.]+) ms", row)[0]
+            + re.findall(r"([0-9.]+) -> ([0-9.]+) ms", row)[1]]
+    got = []
+    for basis in ("datasheet", "calibrated"):
+        got.append(roofkit.decode("llama-3.2-1b", device, batch=1, context=1024, basis=basis,
+                                  registry=registry).time * 1e3)
+    for basis in ("datasheet", "calibrated"):
+        got.append(roofkit.prefill("llama-3.2-1b", device, tokens=2048, basis=basis,
+                                   registry=registry).time * 1e3)
+    assert got == pytest.approx(nums, abs=0.051)
+
+
+def test_the_tpu_v5e_xla_matmul_sets_its_peak_and_size_curve(registry):
+    dev = registry.device("tpu-v5e")
+    roof = device_roofline(dev, "calibrated", registry)
+    # Pallas matmul guide, jnp.matmul bf16: 181.82 TFLOP/s at 8192^3 = 92.3 % of 197
+    assert roof.peaks["bf16"] == pytest.approx(181.82e12)
+    assert roof.peaks["bf16"] / dev.compute["bf16"] == pytest.approx(0.923, abs=1e-3)
+    assert roof.efficiency("bf16", 2.0 * 1024**3) == pytest.approx(17.98 / 181.82)
+    assert roof.matmul_rate("bf16", 2.0 * 4096**3) == pytest.approx(166.13e12)
+    assert not roof.bandwidth_measured and roof.bandwidth == dev.memory.bandwidth
+    assert "datasheet ceiling kept for bandwidth, compute.int8" in roof.basis

@@ -230,9 +230,9 @@ def test_calibrated_basis_names_the_measurement(reg):
 
 
 def test_calibrated_without_a_measurement_says_so(reg):
-    est = roofkit.decode("llama-3.1-8b", "m3-max", basis="calibrated", registry=reg)
+    est = roofkit.decode("llama-3.1-8b", "mi250x", basis="calibrated", registry=reg)
     assert est.measured is False
-    assert est.basis.startswith("no calibration for m3-max")
+    assert est.basis.startswith("no calibration for mi250x")
     assert "datasheet only" in est.basis
 
 

@@ -11,7 +11,7 @@ import roofkit
 from roofkit import Engine
 from roofkit.circuit.roofline import default_basis
 
-CALIBRATED, UNCALIBRATED = "h100-sxm", "rtx-5090"  # specs/calibration/ has h100-sxm.toml only
+CALIBRATED, UNCALIBRATED = "h100-sxm", "a17-pro"  # only h100-sxm has a calibration
 
 
 def test_the_two_devices_sit_on_either_side_of_the_rule(registry):
@@ -70,7 +70,7 @@ def test_a_sweep_puts_each_device_on_its_own_default_basis(registry):
 
 
 def test_a_mixed_basis_sweep_joins_refused_tp_rows(registry):
-    # rtx-5090 has no interconnect: every tp=2 row is refused; h100-sxm computes them
+    # a17-pro has no interconnect: every tp=2 row is refused; h100-sxm computes them
     t = roofkit.sweep("llama-3.1-8b", [UNCALIBRATED, CALIBRATED], ["bf16"], [1],
                       contexts=[128], tp=[2], mode="decode", registry=registry)
     rows = {r["device"]: r for r in t}
@@ -100,7 +100,7 @@ def test_training_defaults_to_its_devices_rule(registry):
 def test_simulate_defaults_to_the_rule(registry):
     kw = dict(concurrency=2, requests=8, input_len=64, output_len=8, registry=registry)
     sim = roofkit.simulate("llama-3.2-1b", UNCALIBRATED, **kw)
-    assert sim.basis.startswith("datasheet ceiling for rtx-5090")
+    assert sim.basis.startswith("datasheet ceiling for a17-pro")
     assert sim.to_dict()["ttft_ms"] == roofkit.simulate("llama-3.2-1b", UNCALIBRATED,
                                                         basis="datasheet", **kw).to_dict()[
         "ttft_ms"]

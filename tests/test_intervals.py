@@ -120,6 +120,24 @@ def test_the_datasheet_basis_takes_the_outside_range():
     assert "range=outside" in est.interval().stratum
 
 
+def test_a_profile_used_beyond_its_batches_widens_the_interval_without_moving_it():
+    # inside residuals around 0 and outside (datasheet) ones all too fast: the union holds
+    # the inside interval and reaches the outside one's far end
+    inside = _rows([0.0, 0.05, -0.05, 0.02, -0.02] * 5)
+    outside = _rows([-0.4, -0.3, -0.35, -0.5, -0.45] * 5, origins=("o3", "o4"),
+                    range="outside")
+    rows = inside + outside
+    kw = dict(metric="ttft_ms", engine="vllm", device_class="nvidia cloud")
+    own = I.interval(1.0, rows, inside=True, **kw)
+    far = I.interval(1.0, rows, inside=False, **kw)
+    both = I.estimate_interval(1.0, rows, inside=True, beyond=True, **kw)
+    assert far.lo > 1.0  # the outside interval alone would not hold the estimate
+    assert both.lo == own.lo <= 1.0 <= own.hi and both.hi == far.hi
+    assert "joined with" in both.stratum and both.n == own.n + far.n
+    assert I.estimate_interval(1.0, rows, inside=True, **kw) == own
+    assert I.estimate_interval(1.0, rows, inside=False, beyond=True, **kw) == far
+
+
 def test_the_shipped_table_covers_75_to_85_percent_out_of_sample_both_ways():
     rows = I.table()
     assert {r.metric for r in rows} >= {"load_ttft_ms", "load_tpot_ms", "ttft_ms",

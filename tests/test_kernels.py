@@ -156,7 +156,8 @@ def test_simulate_flags_steps_outside_a_kernels_measured_rows(registry):
     plain = roofkit.simulate("llama-3.1-8b", "h100", **kw)
     assert marlin.outside_profile_range
     assert any(n.startswith("kernel marlin outside its measured range") for n in marlin.notes)
-    assert not plain.outside_profile_range
+    # the plain run uses no kernel profile (its flag, if any, is the V1 host time's range)
+    assert not any(n.startswith("kernel ") for n in plain.notes)
 
 
 def test_a_kernel_format_given_by_an_alias_matches(tmp_path):
@@ -177,3 +178,34 @@ def test_an_engine_version_without_numbers_is_refused(registry):
     with pytest.raises(ArgumentError, match="'abc' of tensorrt-llm is not a version"):
         roofkit.decode("llama-3-8b", "h100-sxm", batch=1, context=128, precision="fp16",
                        engine="tensorrt-llm", engine_version="abc", registry=registry)
+
+
+def _mi300x_decode(registry, **kw):
+    return roofkit.decode("llama-3.1-70b", "mi300x", tp=8, precision="fp8", kv_cache_dtype="fp8",
+                          batch=64, context=2048, basis="calibrated", registry=registry,
+                          **kw)
+
+
+def test_vllm_v1_decodes_on_amd_with_the_rocm_paged_attention_kernel(registry):
+    # Llama-3.1-70B: 64 query heads over 8 KV heads, head size 128: inside the kernel's
+    # shapes (1..16 query heads per KV head, head size 64 or 128) from 0.8.4 on
+    v010 = _mi300x_decode(registry, engine="vllm", engine_version="0.10.0")
+    assert "rocm-custom-paged-attention" in v010.basis
+    assert "rocm-custom-paged-attention" not in _mi300x_decode(
+        registry, engine="vllm", engine_version="0.8.3").basis
+    on_h100 = roofkit.decode("llama-3.1-70b", "h100-sxm", tp=8, precision="fp8",
+                             kv_cache_dtype="fp8", batch=64, context=2048, basis="calibrated",
+                             registry=registry, engine="vllm", engine_version="0.10.0")
+    assert "rocm-custom-paged-attention" not in on_h100.basis
+
+
+def test_the_rocm_paged_attention_profile_is_structural_and_keeps_the_roofline(registry):
+    # one KV read per KV head and no measured efficiency: the attention node costs what the
+    # roofline charges without the profile (the version before it)
+    k = next(k for k in registry.spec("engines", "vllm-v1").kernels
+             if k.name == "rocm-custom-paged-attention")
+    assert not k.measured and k.modes == ["decode"]
+    with_k = _attention(_mi300x_decode(registry, engine="vllm", engine_version="0.10.0"))
+    without = _attention(_mi300x_decode(registry, engine="vllm", engine_version="0.8.3"))
+    assert float(with_k.kv_bytes) == pytest.approx(float(without.kv_bytes))
+    assert float(with_k.time) == pytest.approx(float(without.time))

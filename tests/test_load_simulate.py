@@ -50,6 +50,38 @@ def test_littles_law_on_a_rate_run():
     assert lam == pytest.approx(4.0, rel=0.1)
 
 
+def test_think_time_follows_the_interactive_response_time_law():
+    # C clients, each thinking Z after its last token: X = C / (R + Z), R the mean E2E. One
+    # request is in flight per client or thinking, so over the run's span (first send to
+    # last token) every client alternates R and Z (its first request waits Z too)
+    c, z = 4, 0.5
+    r = simulate("llama-3.1-8b", "h100", concurrency=c, requests=200, input_len=256,
+                 output_len=64, engine="vllm", think_time=z)
+    x = r.requests_per_s
+    assert x == pytest.approx(c / (r.e2e["mean"] + z), rel=0.03)
+    plain = simulate("llama-3.1-8b", "h100", concurrency=c, requests=200, input_len=256,
+                     output_len=64, engine="vllm")
+    assert plain.requests_per_s == pytest.approx(c / plain.e2e["mean"], rel=0.03)
+    assert x < plain.requests_per_s
+    # think times drawn per request break the lock step of fixed-length clients
+    jit = simulate("llama-3.1-8b", "h100", concurrency=c, requests=200, input_len=256,
+                   output_len=64, engine="vllm", think_time="exp:50ms", seed=1)
+    assert not any("lock step" in n for n in jit.notes)
+    assert any("lock step" in n for n in plain.notes)
+    assert "think time exp:50ms" in jit.pattern
+
+
+@pytest.mark.parametrize("bad", ["-1", "abc", "exp:", "uniform:2:1", "exp:nan", True])
+def test_think_time_refuses_bad_values(bad):
+    with pytest.raises(roofkit.errors.RoofkitError, match="think time"):
+        simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, think_time=bad)
+
+
+def test_think_time_needs_a_closed_loop():
+    with pytest.raises(roofkit.errors.RoofkitError, match="closed loop"):
+        simulate("llama-3.1-8b", "h100", rate=2.0, requests=4, think_time=0.5)
+
+
 def test_chunked_prefill_bounds_the_step_tokens():
     kw = dict(concurrency=4, requests=8, input_len=2000, output_len=8, engine="vllm",
               max_batched_tokens=512)

@@ -10,7 +10,7 @@ from roofkit.testing import make_registry, write_spec
 
 
 def test_engine_step_time_sums_components_and_interpolates_in_batch(registry):
-    vllm = host_calibration(registry)["engines"]["vllm"]
+    vllm = host_calibration(registry)["engines"]["vllm-v0"]
     at8 = 0.16513 + 0.29317 + 0.88781 + 0.62438 + 0.05125       # ms, vidur medians, batch 8
     at16 = 0.27832 + 0.43911 + 0.94459 + 1.13542 + 0.05324
     assert engine_step_time(vllm, 8) == pytest.approx(at8 * 1e-3)
@@ -21,7 +21,7 @@ def test_engine_step_time_sums_components_and_interpolates_in_batch(registry):
 def test_engine_step_time_is_held_at_the_largest_measured_batch(registry):
     """Above batch 64 (vidur's last row) the step time stays at its batch-64 value: a linear
     extension would reach 0.35 s a step at batch 3,200."""
-    vllm = host_calibration(registry)["engines"]["vllm"]
+    vllm = host_calibration(registry)["engines"]["vllm-v0"]
     at64 = 0.95218 + 1.16300 + 1.37026 + 4.10826 + 0.05497      # ms, vidur medians, batch 64
     assert engine_step_time(vllm, 64) == pytest.approx(at64 * 1e-3)
     assert engine_step_time(vllm, 3200) == pytest.approx(at64 * 1e-3)
@@ -31,14 +31,14 @@ def test_a_serve_batch_outside_the_engine_profile_range_says_so(registry):
     from roofkit.serving import estimate
 
     inside = estimate("llama-3.1-8b", "h100", batch=32, input_len=128, output_len=8,
-                      engine="vllm", registry=registry)
+                      engine="vllm-v0", registry=registry)
     outside = estimate("llama-3.1-8b", "h100", batch=512, input_len=128, output_len=8,
-                       engine="vllm", registry=registry)
+                       engine="vllm-v0", registry=registry)
     assert not inside.outside_profile_range
     assert outside.outside_profile_range and outside.to_dict()["outside_profile_range"]
     assert any("outside its measured batch range" in n and "8..64" in n
                for n in outside.notes)
-    at64 = host_calibration(registry)["engines"]["vllm"]
+    at64 = host_calibration(registry)["engines"]["vllm-v0"]
     assert outside.decode_host.dispatch == pytest.approx(engine_step_time(at64, 64))
     iv_in, iv_out = inside.intervals()["itl_ms"], outside.intervals()["itl_ms"]
     assert "range=inside" in iv_in.stratum and "range=outside" in iv_out.stratum

@@ -50,7 +50,7 @@ def test_the_datasheet_basis_is_faster_than_the_measured_one(capsys):
 
 def test_the_text_output_names_the_basis(capsys):
     code, out, _ = run(capsys, "serve", "mixtral-8x7b", "h100", "--tp", "2", "--batch", "8",
-                       "--engine", "vllm")
+                       "--engine", "vllm-v0")
     assert code == 0
     assert "time to first token" in out and "inter-token latency" in out
     assert "basis: calibrated" in out
@@ -69,7 +69,7 @@ def test_exit_codes(capsys):
 
 def test_serve_is_exported_lazily_from_the_top_package():
     est = roofkit.serve("llama-3.1-8b", "h200", batch=8, input_len=32, output_len=128,
-                        engine="vllm")
+                        engine="vllm-v0")
     assert est.quantity("e2e").units == roofkit.Q(1, "ms").units
     assert est.fits
 

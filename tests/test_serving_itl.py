@@ -94,12 +94,12 @@ def test_host_work_is_the_host_dispatch_scenario_with_one_step_operation(reg):
 def test_an_engine_profile_replaces_the_step_dispatch_on_the_calibrated_basis():
     kw = dict(batch=8, input_len=32, output_len=16)
     plain = serve("llama-3.1-8b", "h100", **kw)
-    vllm = serve("llama-3.1-8b", "h100", engine="vllm", **kw)
+    vllm = serve("llama-3.1-8b", "h100", engine="vllm-v0", **kw)
     # vidur's sarathi-serve medians at batch 8: schedule, prepare, sampler, outputs, launch
     at8 = (0.16513 + 0.29317 + 0.88781 + 0.62438 + 0.05125) * 1e-3
     assert vllm.decode_host.dispatch == pytest.approx(at8)
     assert vllm.itl_ms - plain.itl_ms == pytest.approx((at8 - 9.65e-6) * 1e3)
-    sheet = serve("llama-3.1-8b", "h100", engine="vllm", basis="datasheet", **kw)
+    sheet = serve("llama-3.1-8b", "h100", engine="vllm-v0", basis="datasheet", **kw)
     assert any("calibrated basis only" in n for n in sheet.notes)
 
 

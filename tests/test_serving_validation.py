@@ -15,8 +15,8 @@ MEASURED_MEDIAN = 0.0641
 MEASURED_MAX = 0.3381
 #: the issue's targets for the calibrated basis
 TARGET_MEDIAN, TARGET_MAX = 0.15, 0.35
-#: the datasheet basis, shown beside it
-DATASHEET_MEDIAN = 0.3250
+#: the datasheet basis, shown beside it (113 scored cases, with the RTX 4090 decode cases)
+DATASHEET_MEDIAN = 0.2923
 
 
 @pytest.fixture(scope="module")

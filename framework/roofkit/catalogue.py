@@ -57,6 +57,23 @@ def _norm(name: str) -> str:
     return name.strip().lower()
 
 
+def _path_hint(name, noun: str, hint: str) -> str:
+    """``hint``, led by what ``name`` is when it names a folder or a non-TOML file on disk (a
+    path the user meant as a spec file)."""
+    import os
+
+    if not isinstance(name, str) or not (os.sep in name or "/" in name) or \
+            name.endswith(".toml"):
+        return hint
+    from .files import kind_of_path
+
+    what = kind_of_path(name)
+    said = {"dir": "a folder", "file": "a file whose name does not end in .toml"}.get(what)
+    if said is None:
+        return hint
+    return (f"{name!r} is {said}; a {noun} spec is read from a .toml file. {hint}").strip()
+
+
 class Catalogue(Mapping):
     """An immutable name → spec mapping with aliases and origins."""
 
@@ -93,7 +110,7 @@ class Catalogue(Mapping):
         if n in self._aliases:
             return self._aliases[n]
         known = list(self._entries) + list(self._aliases)
-        raise UnknownNameError(self.noun, name, known, hint)
+        raise UnknownNameError(self.noun, name, known, _path_hint(name, self.noun, hint))
 
     def entry(self, name: str) -> Entry:
         return self._entries[self.resolve(name)]

@@ -34,8 +34,9 @@ from .errors import SpecError
 from .files import read_spec_bytes
 from .paths import builtin_specs_dir
 
-__all__ = ["EnergyConstants", "constants", "fit_power", "load_table", "model_name",
-           "serving_energy", "step_energy", "steps_energy"]
+__all__ = ["EnergyConstants", "constants", "fit_power", "limited_time", "load_table",
+           "model_name", "serving_energy", "serving_times", "step_energy", "step_time",
+           "steps_energy"]
 
 PJ = 1e-12
 _BITS = ("e_byte_hbm", "e_byte_onchip", "e_byte_link")  # pJ/bit keys
@@ -168,21 +169,47 @@ def model_name(device: str, table: dict | None = None) -> str:
     return "per-op" if constants(device, table) is not None else "tdp"
 
 
-def step_energy(estimate, table: dict | None = None):
-    """Joules of one device for a circuit estimate (float, or an array over its contexts);
-    its rows hold all instances. Without constants: the estimate's own TDP-model energy."""
-    t = np.asarray(estimate.time, dtype=float)
-    tdp = float(estimate.tdp)
-    c = constants(estimate.device, table)
-    if c is None:
-        return np.asarray(estimate.energy, dtype=float) if tdp > 0.0 else t * 0.0
-    e = c.p_busy * t
+def _dynamic(estimate, c: EnergyConstants, tdp: float):
+    """J the rows add beyond static power: ``sum(e_flop * F + e_byte * B + e_link * L)``."""
+    e = 0.0
     for row in estimate.rows:
         peak = float(estimate.slot_peaks.get(row.slot, 0.0))
         e = e + c.e_flop(tdp, peak, row.slot) * np.asarray(row.flops, dtype=float) \
             + c.e_byte * np.asarray(row.bytes, dtype=float) \
             + c.e_link * np.asarray(getattr(row, "link_bytes", 0.0), dtype=float)
-    return np.minimum(e, tdp * t) if tdp > 0.0 else e
+    return e
+
+
+def limited_time(t, dynamic, c: EnergyConstants, tdp: float):
+    """The step's time under the power limit, ``max(t, E_dyn / (TDP - P_static))``: work
+    whose energy would draw more than TDP over ``t`` makes the board lower its clock until
+    it does not (unchanged where the device gives no TDP above its static power)."""
+    t = np.asarray(t, dtype=float)
+    headroom = tdp - c.p_busy
+    return np.maximum(t, np.asarray(dynamic, dtype=float) / headroom) if headroom > 0.0 else t
+
+
+def step_time(estimate, table: dict | None = None):
+    """Seconds of a circuit estimate's step under the power limit (:func:`limited_time`);
+    the estimate's own time where the device has no per-op constants."""
+    t = np.asarray(estimate.time, dtype=float)
+    tdp = float(estimate.tdp)
+    c = constants(estimate.device, table)
+    return t if c is None else limited_time(t, _dynamic(estimate, c, tdp), c, tdp)
+
+
+def step_energy(estimate, table: dict | None = None):
+    """Joules of one device for a circuit estimate (float, or an array over its contexts);
+    its rows hold all instances: ``P_static * t' + E_dyn`` over the power-limited time
+    ``t'`` (:func:`limited_time`), so average power never exceeds TDP. Without constants:
+    the estimate's own TDP-model energy."""
+    t = np.asarray(estimate.time, dtype=float)
+    tdp = float(estimate.tdp)
+    c = constants(estimate.device, table)
+    if c is None:
+        return np.asarray(estimate.energy, dtype=float) if tdp > 0.0 else t * 0.0
+    dyn = _dynamic(estimate, c, tdp)
+    return c.p_busy * limited_time(t, dyn, c, tdp) + dyn
 
 
 def steps_energy(estimate, host_time: float = 0.0, table: dict | None = None) -> float:
@@ -195,6 +222,25 @@ def steps_energy(estimate, host_time: float = 0.0, table: dict | None = None) ->
     idle = _tdp_energy(float(estimate.tdp), 0.0, host_time) if c is None \
         else c.p_idle * host_time
     return e + idle
+
+
+def serving_times(est, table: dict | None = None) -> tuple[float, float | None]:
+    """``(e2e, mean ITL)`` in s of a serving estimate with its device steps under the power
+    limit (:func:`step_time`; the host time unchanged); the estimate's own without per-op
+    constants."""
+    if not est.parts:
+        return float(est.e2e), None
+    pre, dec, steps, host_time = est.parts
+    if constants(pre.device, table) is None:
+        itl = est.itl_ms
+        return float(est.e2e), None if itl is None else itl * 1e-3
+    e2e = float(step_time(pre, table)) + host_time
+    itl = None
+    if dec is not None and steps:
+        t = np.broadcast_to(step_time(dec, table), (steps,))
+        e2e += float(np.sum(t))
+        itl = float(np.mean(t)) + est.decode_host.host_time
+    return e2e, itl
 
 
 def serving_energy(est, table: dict | None = None) -> float:

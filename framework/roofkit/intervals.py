@@ -142,12 +142,11 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
             "metric": metric, "family": family(metric),
             "range": "inside" if inside else "outside"}
     train = metric.startswith("train_")  # training and serving residuals never mix
-    pool = [r for r in residuals if r.case != exclude_case and
-            (not exclude_origin or r.origin != exclude_origin)
-            and r.metric.startswith("train_") == train]
+    strata = _strata(residuals)
     for level_keys in LEVELS:
         keys = {k: want[k] for k in level_keys}
-        sel = [r for r in pool if all(getattr(r, k) == v for k, v in keys.items())]
+        sel = [r for r in strata.get((train, level_keys, tuple(keys.values())), ())
+               if r.case != exclude_case and (not exclude_origin or r.origin != exclude_origin)]
         sources = len({r.origin for r in sel})
         ks = order_statistics(len(sel), level)
         if ks is None or sources < MIN_SOURCES:
@@ -157,6 +156,47 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
         return Interval(value, value * math.exp(-hi_r), value * math.exp(-lo_r), level,
                         _label(keys, len(rs), sources), len(rs))
     return None
+
+
+_STRATA: dict[int, tuple] = {}
+
+
+def _strata(residuals: Sequence[Residual]) -> dict:
+    """The residuals grouped by every stratum of :data:`LEVELS`:
+    ``(training?, level keys, their values) -> [residuals]`` (built once per residual
+    sequence; the last few are kept, each with the sequence it indexes)."""
+    hit = _STRATA.get(id(residuals))
+    if hit is not None and hit[0] is residuals and hit[1] == len(residuals):
+        return hit[2]
+    index: dict = {}
+    for r in residuals:
+        train = r.metric.startswith("train_")
+        for level_keys in LEVELS:
+            key = (train, level_keys, tuple(getattr(r, k) for k in level_keys))
+            index.setdefault(key, []).append(r)
+    if len(_STRATA) >= 8:
+        _STRATA.pop(next(iter(_STRATA)))
+    _STRATA[id(residuals)] = (residuals, len(residuals), index)
+    return index
+
+
+def estimate_interval(value: float, residuals: Sequence[Residual], *, metric: str,
+                      engine: str = "", device_class: str = "", inside: bool = True,
+                      beyond: bool = False, level: float = DEFAULT_LEVEL) -> Interval | None:
+    """An estimate's interval: :func:`interval` in its range; an estimate on measured
+    constants that uses a profile (host time, kernel) beyond the batches it was measured at
+    (``beyond``) takes the union of its inside interval and the outside range's (the
+    datasheet-basis residuals): wider, never moved off the inside one."""
+    kw = dict(metric=metric, engine=engine, device_class=device_class, level=level)
+    iv = interval(value, residuals, inside=inside, **kw)
+    if not (inside and beyond):
+        return iv
+    out = interval(value, residuals, inside=False, **kw)
+    if iv is None or out is None:
+        return out if iv is None else iv
+    return Interval(value, min(iv.lo, out.lo), max(iv.hi, out.hi), iv.level,
+                    f"{iv.stratum} joined with {out.stratum} (a profile used beyond its "
+                    "measured batches)", iv.n + out.n)
 
 
 @functools.cache

@@ -142,18 +142,18 @@ def test_a_misspelled_host_launch_measurement_is_refused(registry, tmp_path):
 
 def test_a_misspelled_runtime_of_a_validation_case_is_refused(registry, tmp_path):
     source = next(p for p in sorted((SPECS / "validation").glob("*.toml"))
-                  if 'runtime = "vllm"' in p.read_text())
-    problems = _check_edited(registry, tmp_path, "validation", source, 'runtime = "vllm"',
-                             'runtime = "vlm"')
+                  if 'runtime = "vllm-v0"' in p.read_text())
+    problems = _check_edited(registry, tmp_path, "validation", source, 'runtime = "vllm-v0"',
+                             'runtime = "vlm-v0"')
     hits = [p for p in problems if p.key == "config.runtime"]
-    assert hits and "did you mean 'vllm'" in hits[0].message, [str(p) for p in problems]
+    assert hits and "did you mean 'vllm-v0'" in hits[0].message, [str(p) for p in problems]
 
 
 def test_a_misspelled_runtime_key_is_refused(registry, tmp_path):
     source = next(p for p in sorted((SPECS / "validation").glob("*.toml"))
-                  if 'runtime = "vllm"' in p.read_text())
-    problems = _check_edited(registry, tmp_path, "validation", source, 'runtime = "vllm"',
-                             'runtme = "vllm"')
+                  if 'runtime = "vllm-v0"' in p.read_text())
+    problems = _check_edited(registry, tmp_path, "validation", source, 'runtime = "vllm-v0"',
+                             'runtme = "vllm-v0"')
     hits = [p for p in problems if p.key == "config.runtme"]
     assert hits and "did you mean 'runtime'" in hits[0].message, [str(p) for p in problems]
 

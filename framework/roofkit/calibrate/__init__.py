@@ -56,6 +56,20 @@ def _slug(text: str) -> str:
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+def _check_out(root: Path) -> None:
+    """``root`` and its ``calibration``/``devices`` subfolders are folders or can be made:
+    refused before a minute of measurement, not after."""
+    from ..errors import ArgumentError
+
+    for p in (root, root / "calibration", root / "devices"):
+        if p.exists() and not p.is_dir():
+            raise ArgumentError(f"--out {str(root)!r}: {str(p)!r} is a file, not a folder; "
+                                "give --out a folder (it is created if missing)")
+    parent = next((q for q in (root, *root.parents) if q.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise ArgumentError(f"--out {str(root)!r}: {str(parent)!r} is a file, not a folder")
+
+
 def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str | None = None,
               name: str | None = None, out: str | Path | None = None,
               category: str = "workstation", command: str | None = None, registry=None,
@@ -74,6 +88,8 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
         raise ArgumentError(f"name must be a spec key of letters, digits, '.', '_' and '-' "
                             f"(at most 64 characters, e.g. 'my-gpu'), got {shown(name, 80)}")
     dev_key = _device_key(device, registry) if device is not None else None
+    if out is not None:
+        _check_out(Path(out))
     be = backend_obj or backend(backend_name)
     settings = Settings.for_backend(be.kind, quick)
     res = measure(be, settings, log=log)
@@ -107,14 +123,19 @@ def calibrate(backend_name: str = "numpy", *, quick: bool = False, device: str |
     paths: list[Path] = []
     if out is not None:
         root = Path(out)
-        (root / "calibration").mkdir(parents=True, exist_ok=True)
-        p = root / "calibration" / f"{cal_name}.toml"
-        p.write_text(cal_text)
-        paths.append(p)
-        if dev_text is not None:
-            (root / "devices").mkdir(parents=True, exist_ok=True)
-            p = root / "devices" / f"{dev_key}.toml"
-            p.write_text(dev_text)
+        files = [("calibration", cal_name, cal_text), ("devices", dev_key, dev_text)]
+        for folder, key, text in files:
+            if text is None:
+                continue
+            p = root / folder / f"{key}.toml"
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(text)
+            except OSError as exc:
+                from ..errors import ArgumentError
+
+                raise ArgumentError(f"cannot write {str(p)!r}: {exc.strerror or exc}; give "
+                                    "--out a folder you can write") from None
             paths.append(p)
     return Calibrated(cal_name, dev_key, res, cal_text, dev_text, tuple(paths))
 

@@ -227,6 +227,14 @@ class Estimate(Result):
         return step_energy(self)
 
     @property
+    def time_power_limited(self):
+        """The step's time under the power limit, s (:func:`roofkit.energy.step_time`: the
+        time the per-op energy is charged over; the step's own without per-op constants)."""
+        from ..energy import step_time
+
+        return step_time(self)
+
+    @property
     def memory_required(self):
         """Bytes one device holds for this step: weights + sequences x (KV + state), as
         :meth:`Footprint.bytes` (None without a footprint)."""
@@ -345,14 +353,14 @@ class Estimate(Result):
         """The prediction interval of ``time`` (s) at ``level``, from the out-of-sample
         residuals of its stratum (:mod:`roofkit.intervals`); None for a batch of several
         sizes or where no residuals apply."""
-        from ..intervals import interval, table
+        from ..intervals import estimate_interval, table
 
         if np.ndim(self.time) != 0:
             return None
-        return interval(float(self.time), table(), metric=self.mode,
-                        engine=str(self.settings.get("engine") or ""),
-                        device_class=self.device_class,
-                        inside=self.inside and not self.outside_profile_range, level=level)
+        return estimate_interval(float(self.time), table(), metric=self.mode,
+                                 engine=str(self.settings.get("engine") or ""),
+                                 device_class=self.device_class, inside=self.inside,
+                                 beyond=self.outside_profile_range, level=level)
 
     def to_dict(self, by: str = "node", level: float = 0.8) -> dict:
         iv = self.interval(level)
@@ -372,6 +380,7 @@ class Estimate(Result):
                        "utilization": _plain(self.utilization),
                        "energy_j": _plain(self.energy),
                        "energy_measured_model_j": _plain(self.energy_measured_model),
+                       "time_power_limited_s": _plain(self.time_power_limited),
                        "bound": _plain(self.bound),
                        "tokens_per_s": _plain(self.tokens_per_second)},
             "memory": self.memory_dict(),

@@ -128,6 +128,11 @@ def _plain(value, path, sourcing, default):
     return {"value": value, "unit": "", "text": f"{value:g}", "source": src, "source_url": url}
 
 
+#: the most values one list option expands to (a sweep costs and prints a row per value;
+#: a longer list is a mistyped range such as 1:100000000:+1, refused before it is built)
+MAX_LIST_VALUES = 1 << 16
+
+
 def int_range(item: str) -> list[int]:
     """One item of a list option: ``64``, or a range ``START:STOP:xK`` (multiply by K),
     ``START:STOP:+K`` (add K) or ``START:STOP`` (add 1); STOP is included when reached.
@@ -147,6 +152,10 @@ def int_range(item: str) -> list[int]:
     if start < 1 or stop < start or not grows:
         raise ValueError(f"range {item!r} needs 1 <= START <= STOP and a step that grows "
                          "(x2 or more, +1 or more)")
+    if step[0] == "+" and (stop - start) // k + 1 > MAX_LIST_VALUES:
+        raise ValueError(f"range {item!r} holds {(stop - start) // k + 1:,} values, more than "
+                         f"the {MAX_LIST_VALUES:,} a list option takes; use a larger step or "
+                         "a multiplying range (xK)")
     out, v = [], start
     while v <= stop:
         out.append(v)
@@ -168,6 +177,9 @@ def int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(msg) from None
     if not out:
         raise argparse.ArgumentTypeError("expected at least one integer")
+    if len(out) > MAX_LIST_VALUES:
+        raise argparse.ArgumentTypeError(f"{len(out):,} values, more than the "
+                                         f"{MAX_LIST_VALUES:,} a list option takes")
     return list(dict.fromkeys(out))
 
 

@@ -17,22 +17,24 @@ def validate_energy(args, reg) -> int:
 
     rows = [[r["case"], r["metric"], f"{r['measured']:.4g}", f"{r['per_op']:.4g}",
              f"{r['per_op_error']:+.1%}", f"{r['tdp']:.4g}", f"{r['tdp_error']:+.1%}", r["model"],
-             pct(r["itl_error"]), pct(r["power_error"]), r["scope"]]
+             pct(r["itl_error"]), pct(r["power_error"]), r["scope"], r["run"]]
             for r in report["rows"]]
     headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model",
-               "itl err", "power err", "meter"]
+               "itl err", "power err", "meter", "run"]
     if args.markdown:
         print("| " + " | ".join(headers) + " |")
         print("|" + "---|" * len(headers))
         for r in rows:
             print("| " + " | ".join(r) + " |")
     else:
-        print(common.table(rows, headers, "llrrrrrlrrl"))
+        print(common.table(rows, headers, "llrrrrrlrrll"))
     med = report["median_abs_error"]
     print(f"\nerror = predicted / measured - 1; median |error|: per-op {med['per_op']:.1%}, "
           f"TDP model {med['tdp']:.1%} over {len(rows)} cases (docs/energy.md)")
     if med.get("power") is not None:
         print(f"the per-op miss split where the case gives the run's ITL and power: median "
               f"|itl err| {med['itl']:.1%} (the time model), median |power err| "
-              f"{med['power']:.1%} (the power model); meter: gpu boards or the node")
+              f"{med['power']:.1%} (the power model); meter: gpu boards or the node; run: "
+              "a static serve batch, or the load simulator's steady state (continuous "
+              "batching as the run was served)")
     return 0

@@ -62,24 +62,24 @@ class UsageError(RoofkitError, ValueError):
         super().__init__(message)
 
 
+#: (exception classes, kind) in the order tried: a subclass before its base. A ValueError
+#: or OverflowError outside roofkit's own is a numeric argument a check missed.
+_KIND_BY_CLASS = (
+    (UsageError, "usage"),
+    (OOMError, "does_not_fit"),
+    (ArgumentError, "bad_argument"),
+    (UnknownNameError, "unknown_name"),
+    (SpecError, "spec"),
+    (PluginError, "plugin"),
+    (RoofkitError, "error"),
+    (ValueError | OverflowError, "bad_argument"),
+)
+
+
 def kind_of(exc: BaseException) -> str:
-    if isinstance(exc, UsageError):
-        return "usage"
-    if isinstance(exc, OOMError):
-        return "does_not_fit"
-    if isinstance(exc, ArgumentError):
-        return "bad_argument"
-    if isinstance(exc, UnknownNameError):
-        return "unknown_name"
-    if isinstance(exc, SpecError):
-        return "spec"
-    if isinstance(exc, PluginError):
-        return "plugin"
-    if isinstance(exc, RoofkitError):
-        return "error"
-    if isinstance(exc, ValueError | OverflowError):  # a numeric argument a check missed
-        return "bad_argument"
-    return "internal"
+    """The :data:`KINDS` entry of ``exc``: its first match in ``_KIND_BY_CLASS``, else
+    ``internal``."""
+    return next((kind for cls, kind in _KIND_BY_CLASS if isinstance(exc, cls)), "internal")
 
 
 def exit_code(exc: BaseException) -> int:

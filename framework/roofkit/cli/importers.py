@@ -49,8 +49,20 @@ def cmd_import_hf(args) -> int:
     where = "stdout"
     if args.output:
         out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        try:
+            if out.is_dir():
+                raise IsADirectoryError(21, "a folder, not a file")
+            blocker = next((q for q in out.parents if q.exists()), None)
+            if blocker is not None and not blocker.is_dir():
+                raise NotADirectoryError(20, f"{str(blocker)!r} is a file, not a folder")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            from ..errors import ArgumentError
+
+            raise ArgumentError(f"cannot write the workload to {str(out)!r}: "
+                                f"{exc.strerror or exc}; give -o a file path such as "
+                                "my-model.toml") from None
         where = str(out)
     else:
         sys.stdout.write(text)

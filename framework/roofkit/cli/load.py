@@ -18,6 +18,9 @@ def register(sub) -> None:
     src.add_argument("--concurrency", type=int, help="closed loop of C clients")
     src.add_argument("--rate", type=float, help="Poisson arrivals, requests/s")
     src.add_argument("--trace", help="JSON lines: arrival (s), input_len, output_len")
+    p.add_argument("--think-time", default=None, metavar="T", help="closed loop: each client "
+                   "waits T after a request's last token before its next (0.5, 500ms, "
+                   "exp:2s, uniform:1:3)")
     p.add_argument("--requests", type=int, default=None, help="requests in all (default 8 x "
                    "concurrency, at least 200; 1000 for a rate)")
     p.add_argument("--input-len", default="128", help="prompt tokens: N, uniform:LO:HI, "
@@ -37,8 +40,8 @@ def register(sub) -> None:
     p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D")
     p.add_argument("--engine", default="vllm", help="engine profile of specs/engines "
                    "(vllm, vllm-v0, sglang, tensorrt-llm; none: serve's host cost, no graphs)")
-    p.add_argument("--max-num-seqs", type=int, default=None)
-    p.add_argument("--max-batched-tokens", type=int, default=None)
+    p.add_argument("--max-num-seqs", type=common.count(1), default=None)
+    p.add_argument("--max-batched-tokens", type=common.count(1), default=None)
     p.add_argument("--no-chunked-prefill", action="store_true")
     p.add_argument("--policy", choices=("prefill-first", "decode-first"), default=None)
     p.add_argument("--prefix-hit", type=float, default=0.0, help="prefix-cache hit rate of "
@@ -49,7 +52,7 @@ def register(sub) -> None:
                    help="speculative decoding (acceptance per position as 0.8/0.6/0.4; draft a "
                         "workload, or mtp for the workload's own MTP modules)")
     p.add_argument("--slo", default=None, metavar="ttft_p90=2s,tpot_p90=50ms")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=common.count(0), default=0)
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
                    help="default: calibrated where the device has a calibration in "
                    "specs/calibration, else datasheet")
@@ -62,7 +65,8 @@ def register(sub) -> None:
     p = sub.add_parser("plan", help="the serving configurations that meet an SLO, ranked by "
                        "output tokens/s per device, with the Pareto front and refusals")
     p.add_argument("workload", help="workload key, alias or TOML path")
-    p.add_argument("--devices", required=True, help="comma-separated devices or clusters "
+    p.add_argument("--devices", required=True, type=common.name_list,
+                   help="comma-separated devices or clusters "
                    "(h100,h200,b200 or dgx-h100,16xh200): a device beyond one node, or a "
                    "cluster, is planned across nodes")
     p.add_argument("--max-devices", type=int, default=8)
@@ -74,14 +78,15 @@ def register(sub) -> None:
                    "input_len, output_len): screened at their mean lengths, verified with "
                    "their length pairs")
     p.add_argument("--slo", required=True, metavar="ttft_p90=2s,tpot_p90=50ms")
-    p.add_argument("--precisions", default=None, help="comma-separated weight formats "
+    p.add_argument("--precisions", type=common.name_list, default=None,
+                   help="comma-separated weight formats "
                    "(default: the workload's, and fp8 where the device has it)")
     p.add_argument("--engine", default="vllm")
     p.add_argument("--no-disagg", action="store_true", help="aggregated serving only")
     p.add_argument("--kv-dtype", dest="kv_cache_dtype", default="bf16", metavar="D")
     p.add_argument("--verify", type=int, default=3, help="re-run the best N through the "
                    "simulator (default 3)")
-    p.add_argument("--top", type=int, default=10, help="rows shown (default 10)")
+    p.add_argument("--top", type=common.count(0), default=10, help="rows shown (default 10)")
     p.add_argument("--plot", default=None, metavar="FILE.png|.svg", help="draw tokens/s per "
                    "device against tokens/s per user with the Pareto front (the plot extra)")
     p.add_argument("--basis", choices=("datasheet", "calibrated"), default="auto",
@@ -110,7 +115,7 @@ def cmd_simulate(args) -> int:
                  chunked_prefill=False if args.no_chunked_prefill else None,
                  policy=args.policy, prefix_hit=args.prefix_hit, disagg=args.disagg,
                  spec_decode=args.spec_decode, slo=args.slo, seed=args.seed,
-                 basis=args.basis, registry=reg)
+                 think_time=args.think_time, basis=args.basis, registry=reg)
     from ..intervals import check_level
 
     level = check_level(args.interval)
@@ -149,15 +154,14 @@ def cmd_simulate(args) -> int:
 def cmd_plan(args) -> int:
     from ..load.plan import plan
 
-    if args.plot and not args.plot.lower().endswith((".png", ".svg", ".pdf")):
-        from ..errors import RoofkitError
+    if args.plot:
+        from ..plot import target
 
-        raise RoofkitError(f"cannot write a plot as {args.plot!r}: give --plot a file ending in "
-                           ".png, .svg or .pdf")
+        target(args.plot)
     reg = common.registry(args)
-    r = plan(args.workload, common.name_list(args.devices), input_len=args.input_len,
+    r = plan(args.workload, args.devices, input_len=args.input_len,
              output_len=args.output_len, slo=args.slo, max_devices=args.max_devices,
-             precisions=common.name_list(args.precisions) if args.precisions else None,
+             precisions=args.precisions,
              engine=None if args.engine == "none" else args.engine,
              disagg=not args.no_disagg, kv_cache_dtype=args.kv_cache_dtype, basis=args.basis,
              verify=args.verify, trace=args.trace, registry=reg)

@@ -55,7 +55,8 @@ def register(sub) -> None:
     b = kinds.add_parser("breakdown", help="stacked bar of where a step's time goes")
     _step_options(b, ("decode", "prefill", "serve"))
     b.add_argument("--by", choices=("node", "op", "section"), default="node")
-    b.add_argument("--top", type=int, default=12, help="segments shown; the rest summed")
+    b.add_argument("--top", type=common.count(1), default=12,
+                   help="segments shown; the rest summed")
     _serve_options(b)
     _target(b)
     b.set_defaults(func=cmd_plot)
@@ -135,6 +136,7 @@ def cmd_plot(args) -> int:
     from ..plot import charts, roofline
 
     plot.figure(1, 1)  # matplotlib present? (a clear message and exit 1 if not)
+    plot.target(args.output)
     reg = common.registry(args)
     result = _result(args, reg)
     if args.picture == "roofline":

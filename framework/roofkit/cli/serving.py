@@ -27,9 +27,10 @@ def register(sub) -> None:
                         "calibrated where the device has a calibration, else datasheet)")
     p.add_argument("--engine", default=None,
                    help="engine profile of specs/calibration whose measured per-step host "
-                        "time is added on the calibrated basis (vllm, tensorrt-llm-session), "
-                        "or of specs/engines, whose kernel profiles cost the nodes they "
-                        "cover (llama.cpp, tensorrt-llm, vllm)")
+                        "time is added on the calibrated basis (vllm-v0, vllm-v1, "
+                        "tensorrt-llm-session), or of specs/engines, whose host time and "
+                        "kernel profiles cost the steps and nodes they cover (vllm = "
+                        "vllm-v1 as in simulate, llama.cpp, tensorrt-llm)")
     p.add_argument("--engine-version", dest="engine_version", default=None, metavar="V",
                    help="the engine version whose kernel profiles apply (default: the "
                         "profile's own), e.g. 0.6.1 for TensorRT-LLM's masked MHA decode")

@@ -10,6 +10,7 @@ import attrs
 
 from ..schema.common import check_key, measured_problems
 from ..schema.fields import count, number, positive
+from ..schema.validation import CaseSource
 
 Metric = Literal["step_s", "tokens_per_s"]
 
@@ -42,13 +43,6 @@ class CaseLayout:
     uneven_stages: bool = False
     pp_scatter: bool = True
     fp32_accumulation: bool = False
-
-
-@attrs.frozen
-class CaseSource:
-    url: str
-    where: str
-    notes: str = ""
 
 
 @attrs.frozen

@@ -170,6 +170,12 @@ def parse_ad_hoc(name: str) -> tuple[int, str] | None:
 def ad_hoc(devices: int, device) -> Cluster:
     """A cluster of ``devices`` devices built from the device's ``[interconnect]`` (its
     scale-up domain: ``max_devices`` per node) and :data:`DEFAULT_NETWORK` between nodes."""
+    from .. import bounds
+
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise SpecError(f"an ad hoc cluster '{devices}x{device.name}' needs a whole number "
+                        f"of devices >= 1, got {devices!r}")
+    bounds.check_int("devices", devices, bounds.MAX_DEVICES)
     ic = device.interconnect
     if ic is None and devices == 1:
         return _one_device(device)

@@ -7,8 +7,11 @@ precision, validated once against the model and the device count.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
+from .. import bounds
 from ..errors import SpecError
 from .elementwise import KERNELS
 from .step import ADAPTER_SETS, RECOMPUTE
@@ -62,6 +65,13 @@ class Layout:
         return attrs.asdict(self)
 
 
+#: the largest value of each layout count: a parallel degree is a number of devices, a
+#: sequence a number of tokens, a batch a number of sequences (:mod:`roofkit.bounds`)
+LAYOUT_BOUNDS = {**dict.fromkeys(("tp", "pp", "vpp", "dp", "cp", "ep"), bounds.MAX_DEVICES),
+                 "micro_batch": bounds.MAX_BATCH, "global_batch": bounds.MAX_BATCH,
+                 "seq_len": bounds.MAX_TOKENS}
+
+
 def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[str]:
     """Every reason ``layout`` cannot run ``arch`` (empty: it can)."""
     out = []
@@ -71,6 +81,8 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
         v = getattr(lo, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             out.append(f"{name} must be an integer >= 1, got {v!r}")
+        elif v > LAYOUT_BOUNDS[name]:
+            out.append(f"{name} must be {bounds.describe(name, LAYOUT_BOUNDS[name])}, got {v}")
     if out:
         return out
     if lo.recompute not in RECOMPUTE:
@@ -88,10 +100,14 @@ def layout_problems(layout: Layout, arch, devices: int | None = None) -> list[st
                    f"{lo.lora_targets!r}")
     if lo.lora < 0:
         out.append(f"the LoRA rank must be positive, got {lo.lora}")
+    elif lo.lora > arch.hidden:
+        out.append(f"the LoRA rank {lo.lora} exceeds hidden {arch.hidden:g}: an adapter's rank "
+                   "is at most the smaller side of the matrix it adapts")
     if lo.qlora and lo.lora <= 0:
         out.append("QLoRA needs an adapter rank (--qlora RANK)")
-    if not lo.capacity_factor >= 1.0:
-        out.append(f"capacity_factor must be at least 1, got {lo.capacity_factor}")
+    if not 1.0 <= lo.capacity_factor < math.inf:
+        out.append(f"capacity_factor must be a finite number at least 1, got "
+                   f"{lo.capacity_factor}")
     if devices is not None and lo.devices != devices:
         out.append(f"tp * pp * cp * dp = {lo.tp} * {lo.pp} * {lo.cp} * {lo.dp} = "
                    f"{lo.devices}, not the {devices} devices asked for")

@@ -219,6 +219,9 @@ def train(workload, cluster, *, devices: int | None = None, tp: int = 1, pp: int
     cl = with_devices(cl, n)
     if not 0.0 <= reserve < 1.0:
         raise SpecError(f"reserve must be a fraction of device memory in [0, 1), got {reserve}")
+    if price_per_device_hour is not None and not 0.0 < price_per_device_hour < float("inf"):
+        raise SpecError("price_per_device_hour must be a finite number of US dollars > 0, got "
+                        f"{price_per_device_hour}")
     c, basis_text = costing(cl, basis, registry, collective_algorithm)
     r = training_step(arch, c, tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, mb=micro_batch,
                       gb=global_batch, seq=seq_len, recompute=RECOMPUTE[recompute],

@@ -169,7 +169,11 @@ def _heads(r: Reader, d: Draft, *, layers=("num_hidden_layers",), hidden=("hidde
         d.dim("kv_heads", h, f"derived: config omits {kv[0]}; multi-head attention, "
               f"kv_heads = {heads[0]} = {h:g}")
     else:
-        d.dim("kv_heads", r.number(kv[0], kvh))
+        kvh = r.need(*kv)
+        if h % kvh:
+            raise r.error(kv[0], f"{kv[0]} {kvh:g} does not divide {heads[0]} {h:g}: "
+                          "each key/value head serves a whole group of query heads")
+        d.dim("kv_heads", kvh)
     hd = r.get("head_dim")
     if hd is None:
         if hid % h:
@@ -177,7 +181,7 @@ def _heads(r: Reader, d: Draft, *, layers=("num_hidden_layers",), hidden=("hidde
                           f"{h:g} and the config gives no head_dim")
         d.dim("head_dim", hid // h, f"derived: {hidden[0]} / {heads[0]} = {hid:g} / {h:g}")
     else:
-        d.dim("head_dim", r.number("head_dim", hd))
+        d.dim("head_dim", r.need("head_dim"))
     d.dim("vocab", r.need(*vocab))
     return hid, h
 
@@ -198,6 +202,33 @@ def _context(r: Reader, d: Draft, *keys: str) -> None:
 
 def _ffn(r: Reader, d: Draft, key: str = "intermediate_size") -> None:
     d.dim("ffn", r.need(key))
+
+
+def _dim_or(r: Reader, d: Draft, dim: str, key: str, fallback, why: str) -> None:
+    """Dim ``dim`` read from ``key``; ``fallback``, with ``why``, when the config leaves it
+    null or out."""
+    v = r.get(key)
+    if v is None:
+        d.dim(dim, fallback, why)
+    else:
+        d.dim(dim, r.number(key, v))
+
+
+def _mha_shape(r: Reader, d: Draft, *, layers: tuple[str, ...], heads: tuple[str, ...],
+               cite: str = "") -> tuple[float, float]:
+    """layers, hidden, heads and head_dim = hidden_size / heads (configs without a
+    head_dim key); ``cite`` names where the division is written."""
+    d.dim("layers", r.need(*layers))
+    hid = r.need("hidden_size")
+    d.dim("hidden", hid)
+    h = r.need(*heads)
+    d.dim("heads", h)
+    if hid % h:
+        raise r.error("hidden_size", f"hidden_size {hid:g} is not a multiple of "
+                      f"num_attention_heads {h:g}, so the heads cannot split it; check both")
+    d.dim("head_dim", hid // h, f"derived: hidden_size / num_attention_heads = {hid:g} / "
+          f"{h:g}" + (f" ({cite})" if cite else ""))
+    return hid, h
 
 
 def _sliding_all(r: Reader, d: Draft) -> None:
@@ -341,12 +372,8 @@ def map_phi3(r: Reader, d: Draft) -> None:
 def map_gpt2(r: Reader, d: Draft) -> None:
     hid, _ = _heads(r, d, layers=("n_layer", "num_hidden_layers"), hidden=("n_embd",),
                     heads=("n_head",), kv=("n_head_kv",))
-    inner = r.get("n_inner")
-    if inner is None:
-        d.dim("ffn", 4 * hid, f"derived: n_inner is null, which GPT2MLP reads as 4 * n_embd "
-              f"= 4 * {hid:g}")
-    else:
-        d.dim("ffn", r.number("n_inner", inner))
+    _dim_or(r, d, "ffn", "n_inner", 4 * hid, "derived: n_inner is null, which GPT2MLP reads "
+            f"as 4 * n_embd = 4 * {hid:g}")
     _tie(r, d, True, "GPT2Config")
     _context(r, d, "n_positions", "n_ctx")
     r.ignore("n_ctx")
@@ -358,12 +385,8 @@ def map_gpt2(r: Reader, d: Draft) -> None:
 def map_gptj(r: Reader, d: Draft) -> None:
     hid, _ = _heads(r, d, layers=("n_layer",), hidden=("n_embd",), heads=("n_head",),
                     kv=("n_head_kv",))
-    inner = r.get("n_inner")
-    if inner is None:
-        d.dim("ffn", 4 * hid, f"derived: n_inner is null, which GPTJBlock reads as 4 * n_embd "
-              f"= 4 * {hid:g}")
-    else:
-        d.dim("ffn", r.number("n_inner", inner))
+    _dim_or(r, d, "ffn", "n_inner", 4 * hid, "derived: n_inner is null, which GPTJBlock reads "
+            f"as 4 * n_embd = 4 * {hid:g}")
     _tie(r, d, False, "GPTJConfig")
     _context(r, d, "n_positions")
     why = ("transformers: GPTJ has unbiased q/k/v/out_proj, biased fc_in/fc_out, LayerNorm "
@@ -381,13 +404,8 @@ def map_gptj(r: Reader, d: Draft) -> None:
 
 
 def map_falcon(r: Reader, d: Draft) -> None:
-    d.dim("layers", r.need("num_hidden_layers", "n_layer"))
-    hid = r.need("hidden_size")
-    d.dim("hidden", hid)
-    h = r.need("num_attention_heads", "n_head")
-    d.dim("heads", h)
-    d.dim("head_dim", hid // h, f"derived: hidden_size / num_attention_heads = {hid:g} / "
-          f"{h:g} (FalconConfig.head_dim)")
+    hid, h = _mha_shape(r, d, layers=("num_hidden_layers", "n_layer"),
+                        heads=("num_attention_heads", "n_head"), cite="FalconConfig.head_dim")
     new = r.flag("new_decoder_architecture", False)
     if new:
         kv = r.first("num_kv_heads", "n_head_kv")
@@ -400,12 +418,8 @@ def map_falcon(r: Reader, d: Draft) -> None:
         d.dim("kv_heads", h, "config: multi_query false, new_decoder_architecture false")
         r.ignore("num_kv_heads")
     d.dim("vocab", r.need("vocab_size"))
-    ffn = r.get("ffn_hidden_size")
-    if ffn is None:
-        d.dim("ffn", 4 * hid, f"derived: ffn_hidden_size unset, FalconConfig reads it as "
-              f"4 * hidden_size = 4 * {hid:g}")
-    else:
-        d.dim("ffn", r.number("ffn_hidden_size", ffn))
+    _dim_or(r, d, "ffn", "ffn_hidden_size", 4 * hid, "derived: ffn_hidden_size unset, "
+            f"FalconConfig reads it as 4 * hidden_size = 4 * {hid:g}")
     _tie(r, d, True, "FalconConfig")
     _context(r, d, "max_position_embeddings")
     if r.flag("alibi", False):
@@ -422,6 +436,28 @@ def map_falcon(r: Reader, d: Draft) -> None:
 
 
 # ---------------------------------------------------------------- mixture of experts
+def _experts(r: Reader, d: Draft, key: str = "num_experts",
+             top_k: tuple[str, ...] = ("num_experts_per_tok",), same_ffn: str = "") -> float:
+    """experts, top_k and expert_ffn: ``moe_intermediate_size``, or the dense ``ffn`` with
+    ``same_ffn`` as its provenance when the experts are intermediate_size wide."""
+    d.dim("experts", r.need(key))
+    d.dim("top_k", r.need(*top_k))
+    if same_ffn:
+        d.dim("expert_ffn", d.dims["ffn"], same_ffn)
+    else:
+        d.dim("expert_ffn", r.need("moe_intermediate_size"))
+    return d.dims["expert_ffn"]
+
+
+def _shared_expert(r: Reader, d: Draft, why: str) -> bool:
+    """One shared expert ``shared_expert_intermediate_size`` wide (Qwen MoE), when set."""
+    shared = r.get("shared_expert_intermediate_size", 0)
+    if shared:
+        d.dim("shared_experts", 1, why)
+        d.dim("shared_ffn", r.number("shared_expert_intermediate_size", shared))
+    return bool(shared)
+
+
 def _moe_layers(r: Reader, d: Draft, sparse_key: str = "decoder_sparse_step") -> None:
     step = r.get(sparse_key, 1)
     d.dim("moe_every", r.number(sparse_key, step))
@@ -442,22 +478,16 @@ def _moe_layers(r: Reader, d: Draft, sparse_key: str = "decoder_sparse_step") ->
 def map_mixtral(r: Reader, d: Draft) -> None:
     _llama_like(r, d, "MixtralConfig")
     _sliding_all(r, d)
-    d.dim("experts", r.need("num_local_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok"))
-    d.dim("expert_ffn", d.dims["ffn"], "config: Mixtral experts are intermediate_size wide")
+    _experts(r, d, "num_local_experts",
+             same_ffn="config: Mixtral experts are intermediate_size wide")
 
 
 def map_qwen2_moe(r: Reader, d: Draft) -> None:
     _llama_like(r, d, "Qwen2MoeConfig", qkv_bias=True)
     _qwen_window(r, d)
-    d.dim("experts", r.need("num_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok"))
-    d.dim("expert_ffn", r.need("moe_intermediate_size"))
-    shared = r.get("shared_expert_intermediate_size", 0)
-    if shared:
-        d.dim("shared_experts", 1, "transformers: Qwen2MoeSparseMoeBlock has one shared expert "
-              "shared_expert_intermediate_size wide, gated by shared_expert_gate")
-        d.dim("shared_ffn", r.number("shared_expert_intermediate_size", shared))
+    _experts(r, d)
+    if _shared_expert(r, d, "transformers: Qwen2MoeSparseMoeBlock has one shared expert "
+                      "shared_expert_intermediate_size wide, gated by shared_expert_gate"):
         d.dim("shared_expert_gate", 1, "transformers: shared_expert_gate Linear(hidden, 1)")
     _moe_layers(r, d)
 
@@ -466,9 +496,7 @@ def map_qwen3_moe(r: Reader, d: Draft) -> None:
     _llama_like(r, d, "Qwen3MoeConfig")
     _qwen_window(r, d)
     d.dim("qk_norm", 1, "transformers: Qwen3MoeAttention applies q_norm and k_norm")
-    d.dim("experts", r.need("num_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok"))
-    d.dim("expert_ffn", r.need("moe_intermediate_size"))
+    _experts(r, d)
     _moe_layers(r, d)
 
 
@@ -483,9 +511,8 @@ def map_gpt_oss(r: Reader, d: Draft) -> None:
     d.dim("qkv_bias", r.flag("attention_bias", True))
     d.provenance.pop("dims.o_bias", None)
     d.dims.pop("o_bias", None)  # the template biases o with the sinks
-    d.dim("experts", r.need("num_local_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok", "experts_per_token"))
-    d.dim("expert_ffn", d.dims["ffn"], "config: gpt-oss experts are intermediate_size wide")
+    _experts(r, d, "num_local_experts", ("num_experts_per_tok", "experts_per_token"),
+             same_ffn="config: gpt-oss experts are intermediate_size wide")
     for k in ("swiglu_limit", "initial_context_length"):
         r.ignore(k)
 
@@ -495,18 +522,11 @@ def map_deepseek(r: Reader, d: Draft) -> None:
                 else "DeepseekV2Config")
     d.dims.pop("head_dim", None)
     d.provenance.pop("dims.head_dim", None)
-    q = r.get("q_lora_rank")
-    if q is None:
-        d.dim("q_lora_rank", 0, "config: q_lora_rank null (q_proj maps hidden straight to "
-              "the heads, no query compression)")
-    else:
-        d.dim("q_lora_rank", r.number("q_lora_rank", q))
+    _dim_or(r, d, "q_lora_rank", "q_lora_rank", 0, "config: q_lora_rank null (q_proj maps "
+            "hidden straight to the heads, no query compression)")
     for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
         d.dim(k, r.need(k))
-    d.dim("experts", r.need("n_routed_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok"))
-    moe = r.need("moe_intermediate_size")
-    d.dim("expert_ffn", moe)
+    moe = _experts(r, d, "n_routed_experts")
     shared = r.get("n_shared_experts", 0)
     if shared:
         d.dim("shared_experts", 1, f"config: n_shared_experts {shared:g} of "
@@ -532,14 +552,8 @@ def map_qwen3_next(r: Reader, d: Draft) -> None:
                      ("linear_value_head_dim", "lin_v_dim"),
                      ("linear_conv_kernel_dim", "conv_kernel")):
         d.dim(dim, r.need(key))
-    d.dim("experts", r.need("num_experts"))
-    d.dim("top_k", r.need("num_experts_per_tok"))
-    d.dim("expert_ffn", r.need("moe_intermediate_size"))
-    shared = r.get("shared_expert_intermediate_size", 0)
-    if shared:
-        d.dim("shared_experts", 1, "transformers: Qwen3NextSparseMoeBlock has one gated "
-              "shared expert")
-        d.dim("shared_ffn", r.number("shared_expert_intermediate_size", shared))
+    _experts(r, d)
+    _shared_expert(r, d, "transformers: Qwen3NextSparseMoeBlock has one gated shared expert")
     _moe_layers(r, d)
 
 
@@ -575,16 +589,28 @@ def _ssm_common(r: Reader, d: Draft, cls: str) -> float:
 MAMBA_SSM = "https://github.com/state-spaces/mamba/blob/main/mamba_ssm/modules"
 
 
+def _ssm_dim(r: Reader, d: Draft, ssm: Mapping, dim: str, key: str, native: str, default,
+             block: str) -> float:
+    """Dim ``dim`` from the HF ``key``, else the native ``ssm_cfg.native``, else the
+    ``mamba_ssm`` default of ``block``; a positive number."""
+    v = r.get(key)
+    why, shown = None, key
+    if v is None:
+        v, shown = ssm.get(native, default), f"ssm_cfg.{native}"
+        why = f"mamba_ssm: {block} default {native} {default}"
+    if r.number(shown, v) <= 0:
+        raise r.error(shown, f"{shown} = {json_text(v)} must be positive")
+    d.dim(dim, v, why)
+    return v
+
+
 def map_mamba(r: Reader, d: Draft) -> None:
     d.sources["mamba_ssm"] = f"{MAMBA_SSM}/mamba_simple.py"
     ssm = r.table("ssm_cfg")
     hid = _ssm_common(r, d, "MambaConfig")
-    d.dim("ssm_state", r.get("state_size", ssm.get("d_state", 16)),
-          None if r.has("state_size") else "mamba_ssm: Mamba default d_state 16")
-    d.dim("expand", r.get("expand", ssm.get("expand", 2)),
-          None if r.has("expand") else "mamba_ssm: Mamba default expand 2")
-    d.dim("conv_kernel", r.get("conv_kernel", ssm.get("d_conv", 4)),
-          None if r.has("conv_kernel") else "mamba_ssm: Mamba default d_conv 4")
+    _ssm_dim(r, d, ssm, "ssm_state", "state_size", "d_state", 16, "Mamba")
+    _ssm_dim(r, d, ssm, "expand", "expand", "expand", 2, "Mamba")
+    _ssm_dim(r, d, ssm, "conv_kernel", "conv_kernel", "d_conv", 4, "Mamba")
     rank = r.get("time_step_rank", ssm.get("dt_rank", "auto"))
     if rank == "auto":
         d.dim("dt_rank", math.ceil(hid / 16), f"derived: time_step_rank 'auto' = "
@@ -597,34 +623,18 @@ def map_mamba2(r: Reader, d: Draft) -> None:
     d.sources["mamba_ssm"] = f"{MAMBA_SSM}/mamba2.py"
     ssm = r.table("ssm_cfg")
     hid = _ssm_common(r, d, "Mamba2Config")
-    expand = r.get("expand", ssm.get("expand", 2))
-    d.dim("expand", expand, None if r.has("expand") else "mamba_ssm: Mamba2 default expand 2")
-    d.dim("ssm_state", r.get("state_size", ssm.get("d_state", 128)),
-          None if r.has("state_size") else "mamba_ssm: Mamba2 default d_state 128")
-    d.dim("conv_kernel", r.get("conv_kernel", ssm.get("d_conv", 4)),
-          None if r.has("conv_kernel") else "mamba_ssm: Mamba2 default d_conv 4")
-    hd = r.get("head_dim", ssm.get("headdim", 64))
-    d.dim("mamba_head_dim", hd, None if r.has("head_dim") else "mamba_ssm: Mamba2 default "
-          "headdim 64")
-    heads = r.get("num_heads")
-    if heads is None:
-        heads = expand * hid / hd
-        d.dim("mamba_heads", heads, f"derived: expand * d_model / headdim = {expand:g} * "
-              f"{hid:g} / {hd:g}")
-    else:
-        d.dim("mamba_heads", r.number("num_heads", heads))
+    expand = _ssm_dim(r, d, ssm, "expand", "expand", "expand", 2, "Mamba2")
+    _ssm_dim(r, d, ssm, "ssm_state", "state_size", "d_state", 128, "Mamba2")
+    _ssm_dim(r, d, ssm, "conv_kernel", "conv_kernel", "d_conv", 4, "Mamba2")
+    hd = _ssm_dim(r, d, ssm, "mamba_head_dim", "head_dim", "headdim", 64, "Mamba2")
+    _dim_or(r, d, "mamba_heads", "num_heads", expand * hid / hd, "derived: expand * d_model "
+            f"/ headdim = {expand:g} * {hid:g} / {hd:g}")
     d.dim("n_groups", r.get("n_groups", ssm.get("ngroups", 1)))
 
 
 # ---------------------------------------------------------------- encoders
 def map_bert(r: Reader, d: Draft) -> None:
-    d.dim("layers", r.need("num_hidden_layers"))
-    hid = r.need("hidden_size")
-    d.dim("hidden", hid)
-    h = r.need("num_attention_heads")
-    d.dim("heads", h)
-    d.dim("head_dim", hid // h, f"derived: hidden_size / num_attention_heads = {hid:g} / "
-          f"{h:g}")
+    _mha_shape(r, d, layers=("num_hidden_layers",), heads=("num_attention_heads",))
     d.dim("ffn", r.need("intermediate_size"))
     d.dim("vocab", r.need("vocab_size"))
     d.dim("max_context", r.need("max_position_embeddings"))

@@ -86,19 +86,27 @@ class StepEnergy:
         s = np.clip(np.searchsorted(self.seqs, seqs), 0, len(self.seqs) - 1)
         return tab[s, j] + (tab[s, j + 1] - tab[s, j]) * fr
 
-    def steps(self, time, rows, seqs, context):
-        """Joules of each step (arrays over the steps), per-op model or the TDP model."""
+    def dynamic(self, rows, seqs, context):
+        """Per-op joules of each step beyond static power (``e_flop F + e_byte B + e_link
+        L``); None where the device has no per-op constants."""
+        if self.c is None:
+            return None
         rows = np.asarray(rows, dtype=int)
         k = np.clip(np.searchsorted(self.rows, rows), 0, len(self.rows) - 1)
-        seqs = np.asarray(seqs, dtype=int)
-        dec = np.minimum(seqs, rows)
+        dec = np.minimum(np.asarray(seqs, dtype=int), rows)
+        return self.rows_e[k] + self._attention(self.att_e, dec, context)
+
+    def steps(self, time, rows, seqs, context):
+        """Joules of each step (arrays over the steps), per-op model or the TDP model."""
         t = np.asarray(time, dtype=float)
         if self.c is None:
+            rows = np.asarray(rows, dtype=int)
+            k = np.clip(np.searchsorted(self.rows, rows), 0, len(self.rows) - 1)
+            dec = np.minimum(np.asarray(seqs, dtype=int), rows)
             f = self.rows_f[k] + self._attention(self.att_f, dec, context)
             return self.tdp * (ENERGY_IDLE_FRACTION * t
                                + ENERGY_DYNAMIC_FRACTION * np.minimum(f, t))
-        dyn = self.rows_e[k] + self._attention(self.att_e, dec, context)
-        e = self.c.p_busy * t + dyn
+        e = self.c.p_busy * t + self.dynamic(rows, seqs, context)
         return np.minimum(e, self.tdp * t) if self.tdp > 0.0 else e
 
     def idle_power(self) -> float:

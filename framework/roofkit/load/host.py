@@ -42,14 +42,14 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
         if h.calibration:
             prof = _overhead.engine_profile(host, h.calibration)
             measured = _overhead.measured_range(prof)
-            dispatch = np.array([_overhead.engine_step_time(prof, max(int(x), 1)) for x in b])
+            dispatch = _overhead.engine_step_times(prof, np.maximum(b, 1.0))
             source = f"engine {engine.name}: host calibration {h.calibration!r} ({prof.source})"
         else:
             keys = sorted(int(k) for k in h.by_batch)
             measured = (keys[0], keys[-1]) if len(keys) > 1 else None
             xs = np.array(keys, dtype=float)
             ys = np.array([h.by_batch[str(k)] for k in keys])
-            dispatch = np.array([_overhead._interp_linear(max(x, 1.0), xs, ys) for x in b])
+            dispatch = _overhead.interp_linear_array(np.maximum(b, 1.0), xs, ys)
             source = f"engine {engine.name}: {h.source}"
     else:
         step = _overhead.step_overhead(roofline, host, kernels, 1, None)

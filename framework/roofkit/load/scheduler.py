@@ -156,9 +156,13 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     lo_b, hi_b = 10**9, 0
     stall = 0.0
     joined_in_stall = 0
+    # a closed loop's requests wait in ``pending`` (arrival, rid) for their client delay
+    delay = [0.0] * n if stream.delay is None else [float(x) for x in stream.delay]
+    pending: list = []
     if closed:
         for _ in range(min(conc, n)):
-            waiting.append(issued)
+            arrival[issued] = delay[issued]
+            heapq.heappush(pending, (delay[issued], issued))
             issued += 1
         next_req = n
 
@@ -172,9 +176,12 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         while next_req < n and arrival[next_req] <= t:
             waiting.append(next_req)
             next_req += 1
+        while pending and pending[0][0] <= t:
+            waiting.append(heapq.heappop(pending)[1])
+        nxt = arrival[next_req] if next_req < n else (pending[0][0] if pending else None)
         if not waiting and not prefilling and n_dec == 0:
-            if next_req < n:
-                t = max(t, arrival[next_req])
+            if nxt is not None:
+                t = max(t, nxt)
                 continue
             break
         if cfg.decode_only:
@@ -203,7 +210,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 m = heap[0][0] - D - 1
                 if not reserve and b_tok > 0:
                     m = min(m, int((cap - kv_used) // (b_tok * n_dec * E)))
-                if m >= 2:
+                if m >= 8:  # shorter runs: the scalar step is cheaper than the arrays
                     nd = n_dec
                     pad = pad_of[nd] if nd < len(pad_of) else None
                     b = nd if nd < len(eager) else len(eager) - 1
@@ -213,9 +220,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                                                                            attn_rows[nd])
                     dts = np.maximum(dev, h) if overlap else dev + h
                     end = t + np.cumsum(dts)
-                    if next_req < n:
+                    if nxt is not None:
                         # a step may start only before the next arrival
-                        m = min(m, 1 + int(np.searchsorted(end[:m - 1], arrival[next_req])))
+                        m = min(m, 1 + int(np.searchsorted(end[:m - 1], nxt)))
                         end, dts = end[:m], dts[:m]
                     if m >= 2:
                         t = float(end[-1])
@@ -290,8 +297,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 decode_rows = n_dec
                 if n_dec == 0:
                     # nothing fits: the oldest waiting request cannot be admitted
-                    if next_req < n and not waiting:
-                        t = max(t, arrival[next_req])
+                    if nxt is not None and not waiting:
+                        t = max(t, nxt)
                         continue
                     raise OOMError("the KV cache cannot admit the next request even with "
                                    "nothing running", required=per, available=cap)
@@ -354,8 +361,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 finish[rid] = t
                 done += 1
                 if closed and issued < n:
-                    arrival[issued] = t
-                    waiting.append(issued)
+                    arrival[issued] = t + delay[issued]
+                    heapq.heappush(pending, (arrival[issued], issued))
                     issued += 1
             # preemption by recompute when the cache overflows
             while not reserve and kv_used > cap and n_dec > 1:
@@ -390,8 +397,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 finish[rid] = t
                 done += 1
                 if closed and issued < n:
-                    arrival[issued] = t
-                    waiting.append(issued)
+                    arrival[issued] = t + delay[issued]
+                    heapq.heappush(pending, (arrival[issued], issued))
                     issued += 1
                 continue
             in_decode[rid] = True

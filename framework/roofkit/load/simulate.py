@@ -222,11 +222,10 @@ class LoadEstimate(Result):
         (:mod:`roofkit.intervals`). The load cases publish means, so a percentile takes the
         relative interval of its mean's stratum (the stratum names the mean's metric), and
         ITL takes TPOT's (its mean per output token)."""
-        from ..intervals import engine_family, interval, table
+        from ..intervals import engine_family, estimate_interval, table
 
         rows, out = table(), {}
-        inside = (self.inside and self.basis.startswith("measured")
-                  and not self.outside_profile_range)
+        inside = self.inside and self.basis.startswith("measured")
         figures = [(f"{m}_ms" + ("" if q == "mean" else f"_{q}"),
                     f"load_{'tpot' if m == 'itl' else m}_ms", getattr(self, m)[q] * 1e3)
                    for m in self.LATENCIES for q in ("mean", "p50", "p90", "p99")]
@@ -235,8 +234,9 @@ class LoadEstimate(Result):
         for key, metric, v in figures:
             if not math.isfinite(v) or v <= 0:
                 continue
-            iv = interval(v, rows, metric=metric, engine=engine_family(self.engine),
-                          device_class=self.device_class, inside=inside, level=level)
+            iv = estimate_interval(v, rows, metric=metric, engine=engine_family(self.engine),
+                                   device_class=self.device_class, inside=inside,
+                                   beyond=self.outside_profile_range, level=level)
             if iv is not None:
                 out[key] = iv
         return out
@@ -533,7 +533,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
              policy: str | None = None, prefix_hit: float = 0.0, disagg=None,
              spec_decode=None, slo=None, seed: int = 0, basis: str = "auto",
-             registry=None) -> LoadEstimate:
+             think_time=None, registry=None) -> LoadEstimate:
     """Simulate serving a request stream under load; see the module docstring.
 
     :param concurrency: closed loop of this many clients; or ``rate`` (requests/s, Poisson)
@@ -552,6 +552,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         layer.
     :param disagg: a :class:`Disagg` or ``"P:D[,ptp=..,dtp=..,link=..]"``.
     :param spec_decode: a :class:`SpecDecode` or ``"k=3,acceptance=0.7[,draft=W]"``.
+    :param think_time: closed loops: each client waits this long after a request's last token
+        before sending its next (``0.5``, ``500ms``, ``exp:2s``, ``uniform:1:3``).
     :param slo: ``"ttft_p90=2s,tpot_p90=50ms"``: goodput counts requests meeting every
         threshold (percentile keys are compared per request), ``slo_met`` the percentiles.
     :param basis: ``calibrated``, ``datasheet`` or ``auto`` (the default: calibrated where
@@ -576,7 +578,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     dis = parse_disagg(disagg)
     spec = parse_spec_decode(spec_decode)
     st = _requests.stream(requests=requests, concurrency=concurrency, rate=rate, trace=trace,
-                          input_len=input_len, output_len=output_len, seed=seed)
+                          input_len=input_len, output_len=output_len, seed=seed,
+                          think_time=think_time)
     eng_name = "none" if engine is None else reg.spec("engines", engine).name
     common = dict(engine=engine, precision=precision, kv_cache_dtype=kv_cache_dtype,
                   basis=basis, max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens,
@@ -635,6 +638,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                 ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
                 nxt = np.concatenate([np.zeros(min(c, len(st))), finish[:-c] if len(st) > c
                                       else np.zeros(0)])
+                if st.delay is not None:  # each client's think time before its request
+                    nxt = nxt + st.delay
                 if np.max(np.abs(nxt - parrival)) < 1e-9:
                     break
                 parrival = nxt

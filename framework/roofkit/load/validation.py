@@ -56,7 +56,7 @@ def _read(case, r) -> float:
     if case.metric in ("output_tokens_per_s", "requests_per_s"):
         v = getattr(r, case.metric)
         return v / r.devices if c.throughput_basis == "per_gpu" else v
-    return r.to_dict()[case.metric][case.statistic]
+    return getattr(r, case.metric.removesuffix("_ms"))[case.statistic] * 1e3
 
 
 @attrs.frozen

@@ -52,15 +52,28 @@ def gid(kind: str, name: str) -> str:
     return f"{kind}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', str(name))}"
 
 
+def target(path) -> Path:
+    """``path`` checked as a picture to write: a .png, .svg or .pdf name, not a folder, in
+    a folder that exists (checked before a long computation, not after)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise RoofkitError(f"cannot write a plot as {str(path)!r}: give a file ending in .png, "
+                           ".svg or .pdf")
+    if path.is_dir():
+        raise RoofkitError(f"cannot write a plot as {str(path)!r}: it is a folder; give a "
+                           "file name inside it")
+    if not path.parent.is_dir():
+        raise RoofkitError(f"cannot write a plot as {str(path)!r}: the folder "
+                           f"{str(path.parent)!r} does not exist; create it first")
+    return path
+
+
 def save(fig, path) -> Path:
     """Write ``fig`` to ``path`` (.png, .svg or .pdf; text stays text in SVG)."""
     import matplotlib
 
-    path = Path(path)
+    path = target(path)
     fmt = path.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg", "pdf"):
-        raise RoofkitError(f"cannot write a plot as {path.name!r}: give a file ending in .png, "
-                           ".svg or .pdf")
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "roofkit"}):
         fig.savefig(path, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
     return path

@@ -163,7 +163,7 @@ class Calibration:
     provenance: dict[str, str] = attrs.field(factory=dict)  # a measurement made here
 
     def measurements(self) -> list[tuple[str, Measured]]:
-        """Every measured table with its key path (``compute.bf16``, ``engines.vllm``…)."""
+        """Every measured table with its key path (``compute.bf16``, ``engines.vllm-v0``…)."""
         out: list[tuple[str, Measured]] = []
         if self.bandwidth is not None:
             out.append(("bandwidth", self.bandwidth))

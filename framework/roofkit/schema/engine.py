@@ -87,7 +87,7 @@ class CudaGraphs(Cited):
 class HostOverhead(Cited):
     """The engine's own host time per step (scheduling, input preparation, sampling, output
     processing), measured at several batch sizes (``by_batch``), or read from an engine
-    profile of the host calibration (``calibration = "vllm"``). ``overlap``: the engine
+    profile of the host calibration (``calibration = "vllm-v0"``). ``overlap``: the engine
     prepares the next step while the device runs this one (step = max(device, host))."""
 
     by_batch: dict[str, float] = quantities("time")

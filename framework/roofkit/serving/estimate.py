@@ -88,17 +88,17 @@ class ServingEstimate(Result):
     def intervals(self, level: float = 0.8) -> dict:
         """Per headline figure its prediction interval at ``level`` (:mod:`roofkit.intervals`:
         out-of-sample residuals of engine x metric x device class x calibrated range)."""
-        from ..intervals import interval, table
+        from ..intervals import estimate_interval, table
 
         rows, out = table(), {}
         for name in self.HEADLINES:
             value = getattr(self, name)
             if value is None:
                 continue
-            iv = interval(float(value), rows, metric=name, engine=self.engine or "",
-                          device_class=self.device_class,
-                          inside=self.measured and self.basis == "calibrated" and
-                          not self.outside_profile_range, level=level)
+            iv = estimate_interval(float(value), rows, metric=name,
+                                   engine=self.engine or "", device_class=self.device_class,
+                                   inside=self.measured and self.basis == "calibrated",
+                                   beyond=self.outside_profile_range, level=level)
             if iv is not None:
                 out[name] = iv
         return out
@@ -230,6 +230,7 @@ class ServingEstimate(Result):
             "output_tokens_per_s_per_device": self.output_tokens_per_s / self.tp,
             "energy_j": self.energy,
             "energy_measured_model_j": self.energy_measured_model,
+            **_power_limited(self),
             "energy_per_output_token_j": self.energy_per_output_token,
             "fits": self.fits,
             "outside_profile_range": self.outside_profile_range,
@@ -256,6 +257,16 @@ class ServingEstimate(Result):
             "provenance": dict(self.provenance), "notes": list(self.notes),
             "plugins": list(self.plugins),
         }
+
+
+def _power_limited(est) -> dict:
+    """e2e and mean ITL (ms) with the device steps at their power-limited time, the time
+    the per-op energy is charged over (:func:`roofkit.energy.serving_times`)."""
+    from ..energy import serving_times
+
+    e2e, itl = serving_times(est)
+    return {"e2e_power_limited_ms": e2e * 1e3,
+            "itl_power_limited_ms": None if itl is None else itl * 1e3}
 
 
 def _positive_int(name: str, value) -> int:

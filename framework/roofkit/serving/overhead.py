@@ -25,7 +25,8 @@ A linear extension past the largest measured batch would grow without bound (vid
 profile, measured at 8..64 sequences, would add 348 ms a step at 3,200). A step outside
 ``b_1 .. b_n`` is flagged (``outside_profile_range``) and its estimate says so. A profile
 measured at one batch size only declares its time batch-independent (TensorRT-LLM's
-session runtime, derived at batch 1): it has no range to leave.
+session runtime, derived at batch 1): it has no range to leave; so has a component of a
+profile measured at one batch size (vLLM V1's sampled-token round trip).
 """
 
 from __future__ import annotations
@@ -119,10 +120,33 @@ def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
     return float(np.interp(x, xs, ys))
 
 
+def interp_linear_array(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """:func:`_interp_linear` at every ``x`` at once."""
+    x = np.asarray(x, dtype=float)
+    if len(xs) == 1:
+        return np.full(x.shape, float(ys[0]))
+    slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+    below = np.maximum(0.0, ys[0] + slope * (x - xs[0]))
+    return np.where(x < xs[0], below, np.interp(x, xs, ys))  # np.interp holds above
+
+
+def engine_step_times(profile, batches: np.ndarray) -> np.ndarray:
+    """:func:`engine_step_time` at every batch of ``batches`` at once."""
+    total = np.zeros(np.shape(batches))
+    for table in profile.components.values():
+        pts = sorted((int(b), t) for b, t in table.by_batch.items())
+        xs = np.array([p[0] for p in pts], dtype=float)
+        ys = np.array([p[1] for p in pts], dtype=float)
+        total += interp_linear_array(batches, xs, ys)
+    return total
+
+
 def measured_range(profile) -> tuple[int, int] | None:
     """The smallest and largest batch any component of an engine profile was measured at;
-    None for a profile measured at one batch size (a batch-independent term)."""
-    keys = sorted({int(k) for t in profile.components.values() for k in t.by_batch})
+    None for a profile measured at one batch size (a batch-independent term). A component
+    measured at one batch size is batch-independent: it has no range to leave."""
+    keys = sorted({int(k) for t in profile.components.values() if len(t.by_batch) > 1
+                   for k in t.by_batch})
     return (keys[0], keys[-1]) if len(keys) > 1 else None
 
 

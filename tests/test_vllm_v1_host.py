@@ -1,0 +1,100 @@
+"""vLLM V1's measured host time per step: the host calibration profile ``engines.vllm-v1``
+(Scheduler.update_from_output at 128 and 256 sequences, vllm-project/vllm PR #46112, plus
+the sampled-token round trip ``launch.kernel_sync``), charged serially by the load simulator."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import roofkit
+from roofkit.circuit.roofline import host_calibration
+from roofkit.serving.overhead import engine_step_time, measured_range
+
+UPDATE_128, UPDATE_256 = 0.142e-3, 0.287e-3   # s, PR #46112 merge-base medians
+SYNC = 9.65e-6                                # s, launch.kernel_sync (ReFrame, A100)
+
+
+def _profile(registry):
+    return host_calibration(registry)["engines"]["vllm-v1"]
+
+
+def test_the_profile_loads_and_the_engine_points_at_it(registry):
+    prof = _profile(registry)
+    assert prof.source == "https://github.com/vllm-project/vllm/pull/46112"
+    assert set(prof.components) == {"update_from_output", "sampled_token_sync"}
+    spec = registry.spec("engines", "vllm-v1")
+    assert spec.host.calibration == "vllm-v1" and not spec.host.overlap
+    assert spec.host.source.startswith("https://github.com/vllm-project/vllm/blob/v0.10.0/")
+
+
+def test_the_measured_batches_give_the_cited_figures(registry):
+    prof = _profile(registry)
+    assert engine_step_time(prof, 128) == pytest.approx(UPDATE_128 + SYNC)
+    assert engine_step_time(prof, 256) == pytest.approx(UPDATE_256 + SYNC)
+    # halfway: (0.142 + 0.287) / 2 = 0.2145 ms
+    assert engine_step_time(prof, 192) == pytest.approx(0.2145e-3 + SYNC)
+
+
+def test_outside_128_256_it_is_extended_below_and_held_above(registry):
+    prof = _profile(registry)
+    slope = (UPDATE_256 - UPDATE_128) / 128          # 1.133 us a sequence
+    assert engine_step_time(prof, 48) == pytest.approx(UPDATE_128 - 80 * slope + SYNC)
+    assert engine_step_time(prof, 2) == pytest.approx(SYNC)   # the line crosses 0 at 2.7
+    assert engine_step_time(prof, 1024) == pytest.approx(UPDATE_256 + SYNC)
+
+
+def test_a_component_measured_once_has_no_range_to_leave(registry):
+    assert measured_range(_profile(registry)) == (128, 256)
+    assert measured_range(host_calibration(registry)["engines"]["tensorrt-llm-session"]) is None
+
+
+def _engine_without_host(tmp_path: Path) -> Path:
+    """vllm-v1's spec renamed, its [host] calibration dropped: what it charged before."""
+    src = (Path(roofkit.__file__).parents[2] / "specs" / "engines" / "vllm-v1.toml")
+    text = src.read_text(encoding="utf-8")
+    text = text.replace('name = "vllm-v1"', 'name = "v1-unmeasured"', 1)
+    text = re.sub(r'aliases = \[.*?\]\n', "", text, count=1)
+    text = re.sub(r'\[host\]\n.*?\n\n\n', "[host]\noverlap = false\n\n\n", text, count=1,
+                  flags=re.S)
+    folder = tmp_path / "engines"
+    folder.mkdir()
+    (folder / "v1-unmeasured.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_simulate_charges_the_profile_serially(tmp_path):
+    """128 clients, 8-token prompts (one prefill step), 9 output tokens: 8 decode steps at
+    128 sequences, so each TPOT carries the step's host time once. Without a measured
+    figure a step pays launch.kernel_sync; with the profile 0.142 ms + kernel_sync."""
+    reg = roofkit.build_registry(entry_points=False, spec_paths=[_engine_without_host(tmp_path)])
+    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9, registry=reg)
+    measured = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
+    before = roofkit.simulate("llama-3.1-8b", "h100", engine="v1-unmeasured", **kw)
+    assert measured.max_batch == before.max_batch == 128
+    diff_ms = measured.to_dict()["tpot_ms"]["mean"] - before.to_dict()["tpot_ms"]["mean"]
+    assert diff_ms == pytest.approx(0.142, abs=1e-9)
+    assert any("host calibration 'vllm-v1'" in n for n in measured.notes)
+    assert not measured.outside_profile_range
+
+
+def test_a_run_below_128_sequences_is_flagged():
+    r = roofkit.simulate("llama-3.1-8b", "h100", concurrency=4, requests=4, input_len=8,
+                         output_len=4, engine="vllm-v1")
+    assert r.outside_profile_range and r.to_dict()["outside_profile_range"]
+    assert any("beyond its measured range" in n and "128..256" in n for n in r.notes)
+
+
+def test_serve_charges_it_and_flags_a_batch_above_256(registry):
+    from roofkit.serving import estimate
+
+    prof = _profile(registry)
+    inside = estimate("llama-3.1-8b", "h100", batch=192, input_len=128, output_len=8,
+                      engine="vllm-v1", registry=registry)
+    above = estimate("llama-3.1-8b", "h100", batch=512, input_len=128, output_len=8,
+                     engine="vllm-v1", registry=registry)
+    assert inside.decode_host.dispatch == pytest.approx(0.2145e-3 + SYNC)
+    assert not inside.outside_profile_range
+    assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 256))
+    assert above.outside_profile_range
+    assert any("128..256" in n for n in above.notes)
