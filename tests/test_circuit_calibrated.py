@@ -43,10 +43,13 @@ def test_calibrated_constants_are_the_measurements_with_their_sources(registry):
 
 
 def test_a_slot_without_a_measurement_keeps_its_ceiling_and_says_so(registry):
+    # the H200's calibration measures fp8 (and derives bf16 from the H100's); tf32 has none
     roof = device_roofline(registry.device("h200"), "calibrated", registry)
-    assert roof.peaks["bf16"] == registry.device("h200").compute["bf16"]
-    assert roof.provenance["compute.bf16"] == "datasheet"
-    assert "datasheet ceiling kept for" in roof.basis and "compute.bf16" in roof.basis
+    assert roof.peaks["tf32"] == registry.device("h200").compute["tf32"]
+    assert roof.provenance["compute.tf32"] == "datasheet"
+    assert "datasheet ceiling kept for" in roof.basis and "compute.tf32" in roof.basis
+    assert roof.peaks["bf16"] == pytest.approx(788.2e12)
+    assert roof.peaks["bf16"] == pytest.approx(794.5e12 * 1366.3 / 1377.3, rel=1e-4)
 
 
 def test_gemm_efficiency_interpolates_the_measured_sweep_in_log_flops(a100):

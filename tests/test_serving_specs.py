@@ -18,7 +18,7 @@ def test_roofkit_check_passes_for_calibration_and_validation_specs(capsys):
 def test_the_catalogues_hold_devices_calibrations_and_cases(registry):
     cals = registry.catalogues["calibration"]
     assert {"a100-80gb", "h100-sxm", "h200", "mi300x", "host"} <= set(cals)
-    assert cals["host"].device is None and "vllm" in cals["host"].engines
+    assert cals["host"].device is None and {"vllm-v0", "vllm-v1"} <= set(cals["host"].engines)
     cases = registry.catalogues["validation"]
     assert len(cases) >= 40
     for case in cases.values():
