@@ -31,21 +31,22 @@ def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> 
     from .simulate import simulate
 
     c = case.config
-    key = (case.workload, case.device, basis, attrs.astuple(c))
-    r = None if _runs is None else _runs.get(key)
-    if r is not None:
-        return _read(case, r)
     if c.concurrency is not None:
         requests = c.requests or max(10 * c.concurrency, 100)
     else:
         requests = c.requests or 1000
-    r = simulate(case.workload, case.device, concurrency=c.concurrency, rate=c.rate,
-                 requests=requests, input_len=c.input_lengths or c.input_len,
-                 output_len=c.output_lengths or c.output_len, tp=c.tp,
-                 dp=c.dp, precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16",
-                 engine=c.profile, max_num_seqs=c.max_num_seqs,
-                 max_batched_tokens=c.max_batched_tokens, disagg=c.disagg or None,
-                 basis=basis, registry=registry)
+    kw = dict(concurrency=c.concurrency, rate=c.rate, requests=requests,
+              input_len=c.input_lengths or c.input_len,
+              output_len=c.output_lengths or c.output_len, tp=c.tp, dp=c.dp,
+              precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16", engine=c.profile,
+              max_num_seqs=c.max_num_seqs, max_batched_tokens=c.max_batched_tokens,
+              disagg=c.disagg or None, basis=basis)
+    # one run per simulated configuration: cases reading other metrics of it share it
+    key = (case.workload, case.device, tuple(sorted(kw.items())))
+    r = None if _runs is None else _runs.get(key)
+    if r is not None:
+        return _read(case, r)
+    r = simulate(case.workload, case.device, registry=registry, **kw)
     if _runs is not None:
         _runs[key] = r
     return _read(case, r)
