@@ -71,7 +71,8 @@ def test_think_time_follows_the_interactive_response_time_law():
     assert "think time exp:50ms" in jit.pattern
 
 
-@pytest.mark.parametrize("bad", ["-1", "abc", "exp:", "uniform:2:1", "exp:nan", True])
+@pytest.mark.parametrize("bad", ["-1", "abc", "exp:", "uniform:2:1", "exp:nan", True, "1e308",
+                                 "exp:1e308", "uniform:1:1e300"])
 def test_think_time_refuses_bad_values(bad):
     with pytest.raises(roofkit.errors.RoofkitError, match="think time"):
         simulate("llama-3.1-8b", "h100", concurrency=2, requests=4, think_time=bad)

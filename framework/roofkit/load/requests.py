@@ -161,6 +161,11 @@ class Stream:
                             delay=None if self.delay is None else self.delay[idx])
 
 
+#: the longest think time (s): a day between a user's requests; beyond it a run's clock
+#: would mostly stand idle (and absurd values overflow it)
+MAX_THINK = 86400.0
+
+
 def _seconds(text: str, what: str) -> float:
     t = text.strip().lower()
     scale = 1e-3 if t.endswith("ms") else 1.0
@@ -169,8 +174,9 @@ def _seconds(text: str, what: str) -> float:
         v = float(t) * scale
     except ValueError:
         v = math.nan
-    if not (math.isfinite(v) and v >= 0):
-        raise SpecError(f"{what} {text!r}: a time >= 0 such as 0.5, 500ms or 2s")
+    if not (math.isfinite(v) and 0 <= v <= MAX_THINK):
+        raise SpecError(f"{what} {text!r}: a time from 0 to {MAX_THINK:g} s (a day) such as "
+                        "0.5, 500ms or 2s")
     return v
 
 
