@@ -107,21 +107,9 @@ def host_dispatch(launches: int, launch: float, dispatch: float) -> float:
     return s.overhead_ratio
 
 
-def _interp_linear(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    """Piecewise-linear through the points, extended linearly below the first (at least 0)
-    and held at the last value above the last (see the module docstring)."""
-    if len(xs) == 1:
-        return float(ys[0])
-    if x < xs[0]:
-        slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
-        return max(0.0, float(ys[0] + slope * (x - xs[0])))
-    if x > xs[-1]:
-        return float(ys[-1])
-    return float(np.interp(x, xs, ys))
-
-
 def interp_linear_array(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """:func:`_interp_linear` at every ``x`` at once."""
+    """Piecewise-linear through the points at every ``x``, extended linearly below the first
+    (at least 0) and held at the last value above the last (see the module docstring)."""
     x = np.asarray(x, dtype=float)
     if len(xs) == 1:
         return np.full(x.shape, float(ys[0]))
@@ -131,7 +119,8 @@ def interp_linear_array(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.nda
 
 
 def engine_step_times(profile, batches: np.ndarray) -> np.ndarray:
-    """:func:`engine_step_time` at every batch of ``batches`` at once."""
+    """An engine's host time per step at every batch of ``batches`` (see
+    :func:`engine_step_time`)."""
     total = np.zeros(np.shape(batches))
     for table in profile.components.values():
         pts = sorted((int(b), t) for b, t in table.by_batch.items())
@@ -153,14 +142,8 @@ def measured_range(profile) -> tuple[int, int] | None:
 def engine_step_time(profile, batch: int) -> float:
     """An engine's host time per step at ``batch``: the sum of its measured components, each
     interpolated linearly in batch size (extended linearly below the measured range, held
-    at the largest measured batch's value above it)."""
-    total = 0.0
-    for table in profile.components.values():
-        pts = sorted((int(b), t) for b, t in table.by_batch.items())
-        xs = np.array([p[0] for p in pts], dtype=float)
-        ys = np.array([p[1] for p in pts], dtype=float)
-        total += _interp_linear(float(batch), xs, ys)
-    return total
+    at the largest measured batch's value above it); :func:`engine_step_times` at one batch."""
+    return float(engine_step_times(profile, np.array([float(batch)]))[0])
 
 
 def engine_profile(host: dict, name: str):
