@@ -159,12 +159,6 @@ def _output_lengths(case: EnergyCase):
                    weights=tuple(float(n) for _, n in pairs))
 
 
-def _weighted_median(x, w) -> float:
-    order = np.argsort(x, kind="stable")
-    cw = np.cumsum(np.asarray(w, dtype=float)[order])
-    return float(np.asarray(x)[order][min(np.searchsorted(cw, 0.5 * cw[-1]), len(cw) - 1)])
-
-
 def predict_continuous(case: EnergyCase, registry=None) -> dict:
     """A continuous-batching case costed like a load case (see the module docstring); the
     result is kept in the registry's memo (a case is simulated once per registry)."""
@@ -184,6 +178,7 @@ def _continuous(case: EnergyCase, registry) -> dict:
     from .errors import RoofkitError
     from .load import simulate
     from .load.energy import StepEnergy
+    from .load.simulate import _stats
 
     n, b = case.num_requests, case.max_num_seqs
     est = simulate(case.workload, case.device, concurrency=n, requests=n, tp=case.tp,
@@ -226,7 +221,7 @@ def _continuous(case: EnergyCase, registry) -> dict:
     per_tdp = tokens if case.metric == "j_per_token" else float(np.sum(t)) * tp
     return {"per_op": e_op / per, "tdp": e_tdp / per_tdp,
             "model": energy.model_name(case.device),
-            "itl_ms": _weighted_median(t_lim, seqs) * 1e3, "power_w": e_op / (span * tp),
+            "itl_ms": _stats(t_lim, seqs)["p50"] * 1e3, "power_w": e_op / (span * tp),
             "run": "load"}
 
 
