@@ -98,3 +98,40 @@ def test_serve_charges_it_and_flags_a_batch_above_256(registry):
     assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 256))
     assert above.outside_profile_range
     assert any("128..256" in n for n in above.notes)
+
+
+GRAPH = 3.5e-6                                # s, launch.graph (CUDA.jl graphs page)
+
+
+def test_the_async_profile_is_vllm_v1_with_its_host_overlapped(registry):
+    sync, ahead = registry.spec("engines", "vllm-v1"), registry.spec("engines", "vllm-async")
+    assert ahead.name == "vllm-v1-async"
+    assert ahead.scheduler == sync.scheduler and ahead.cuda_graphs == sync.cuda_graphs
+    assert ahead.kernels == sync.kernels
+    assert ahead.host.calibration == sync.host.calibration == "vllm-v1"
+    assert ahead.host.overlap and not sync.host.overlap
+    assert ahead.host.source == "https://github.com/vllm-project/vllm/pull/19970"
+
+
+def test_the_async_profile_hides_the_host_time_behind_the_device():
+    """The 128-sequence decode of test_simulate_charges_the_profile_serially: serially a
+    graph-replayed step is device + 0.142 ms + kernel_sync + launch.graph; overlapped it is
+    max(device, that), the device's alone (some ms for 16 GB of weights), so the TPOT falls
+    by 0.142 + 0.00965 + 0.0035 = 0.15515 ms."""
+    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9)
+    serial = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
+    ahead = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1-async", **kw)
+    assert serial.max_batch == ahead.max_batch == 128
+    diff_ms = serial.to_dict()["tpot_ms"]["mean"] - ahead.to_dict()["tpot_ms"]["mean"]
+    assert diff_ms == pytest.approx((UPDATE_128 + SYNC + GRAPH) * 1e3, abs=1e-9)
+
+
+def test_the_mlenergy_v3_runs_use_the_async_profile():
+    """Their configs say async-scheduling: true (the 8B H100 one read at ml-energy/benchmark
+    0b961c75: configs/vllm/lm-arena-chat/meta-llama/Llama-3.1-8B-Instruct/H100/
+    monolithic.config.yaml)."""
+    from roofkit import energy_cases
+
+    runs = [c for c in energy_cases.load_cases() if c.max_num_seqs]
+    assert len(runs) == 21
+    assert {c.engine for c in runs} == {"vllm-v1-async"}
