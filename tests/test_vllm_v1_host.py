@@ -5,6 +5,7 @@ the sampled-token round trip ``launch.kernel_sync``), charged serially by the lo
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import roofkit
@@ -135,3 +136,23 @@ def test_the_mlenergy_v3_runs_use_the_async_profile():
     runs = [c for c in energy_cases.load_cases() if c.max_num_seqs]
     assert len(runs) == 21
     assert {c.engine for c in runs} == {"vllm-v1-async"}
+
+
+def test_serve_overlaps_the_decode_steps_of_the_async_profile(registry):
+    """A static batch of 192 on the async profile: each decode step costs max(device, host)
+    instead of device + host; the device step of an 8B model (some ms) is longer than the
+    host's (0.2145 ms + kernel_sync + every kernel at 2.7 us), so every ITL loses exactly the
+    host time, and the first token, which has no step before it to hide behind, keeps it."""
+    from roofkit.serving import estimate
+
+    kw = dict(batch=192, input_len=128, output_len=8, registry=registry)
+    serial = estimate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
+    ahead = estimate("llama-3.1-8b", "h100", engine="vllm-v1-async", **kw)
+    h = serial.decode_host.host_time
+    assert ahead.decode_host.host_time == pytest.approx(h)
+    assert h == pytest.approx(0.2145e-3 + SYNC + serial.decode_host.launches * 2.7e-6)
+    assert np.all(ahead.itl_steps > h)
+    assert np.allclose(serial.itl_steps - ahead.itl_steps, h, rtol=0, atol=1e-12)
+    assert ahead.ttft == pytest.approx(serial.ttft)
+    assert ahead.host_overlap and not serial.host_overlap
+    assert any("overlapped" in n for n in ahead.notes)
