@@ -156,3 +156,11 @@ def test_serve_overlaps_the_decode_steps_of_the_async_profile(registry):
     assert ahead.ttft == pytest.approx(serial.ttft)
     assert ahead.host_overlap and not serial.host_overlap
     assert any("overlapped" in n for n in ahead.notes)
+
+
+def test_the_async_profile_reports_a_run_outside_128_256():
+    """Overlapped or not, the host time is vllm-v1's measurement, bounded by its range."""
+    r = roofkit.simulate("llama-3.1-8b", "h100", concurrency=4, requests=4, input_len=8,
+                         output_len=4, engine="vllm-v1-async")
+    assert r.outside_profile_range
+    assert any("beyond its measured range" in n and "128..256" in n for n in r.notes)
