@@ -125,13 +125,13 @@ def test_published_energy_cases_median_errors():
     assert {r["case"].split("_")[0] for r in rows} >= {"alice", "mlenergy"}
     med = report["median_abs_error"]
     assert med["per_op"] == pytest.approx(0.157, abs=0.02)
-    assert med["tdp"] == pytest.approx(0.587, abs=0.02)
+    assert med["tdp"] == pytest.approx(0.590, abs=0.02)
     assert med["per_op"] < med["tdp"]
     # the split over the 21 ML.ENERGY v3.0 runs that give their ITL and power: the power
     # model is within the target, the time model carries the rest of the miss
     assert sum(r["power_error"] is not None for r in rows) == 21
-    assert med["power"] == pytest.approx(0.070, abs=0.02) and med["power"] <= 0.15
-    assert med["itl"] == pytest.approx(0.269, abs=0.02)
+    assert med["power"] == pytest.approx(0.059, abs=0.02) and med["power"] <= 0.15
+    assert med["itl"] == pytest.approx(0.274, abs=0.02)
     # the 21 runs served with continuous batching are costed on the load path
     assert sum(r["run"] == "load" for r in rows) == 21
 

@@ -170,6 +170,7 @@ def test_engine_profiles_map_to_their_family():
     assert I.engine_family("tensorrt-llm-session") == "tensorrt-llm"
     assert I.engine_family("sglang") == "sglang"
     assert I.engine_family("sglang-0.3") == "sglang"
+    assert I.engine_family("vllm-v1-async") == I.engine_family("vllm-async") == "vllm"
 
 
 def test_a_thin_metric_widens_to_its_family_before_all_metrics():

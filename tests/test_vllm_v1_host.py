@@ -5,6 +5,7 @@ the sampled-token round trip ``launch.kernel_sync``), charged serially by the lo
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import roofkit
@@ -98,3 +99,68 @@ def test_serve_charges_it_and_flags_a_batch_above_256(registry):
     assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 256))
     assert above.outside_profile_range
     assert any("128..256" in n for n in above.notes)
+
+
+GRAPH = 3.5e-6                                # s, launch.graph (CUDA.jl graphs page)
+
+
+def test_the_async_profile_is_vllm_v1_with_its_host_overlapped(registry):
+    sync, ahead = registry.spec("engines", "vllm-v1"), registry.spec("engines", "vllm-async")
+    assert ahead.name == "vllm-v1-async"
+    assert ahead.scheduler == sync.scheduler and ahead.cuda_graphs == sync.cuda_graphs
+    assert ahead.kernels == sync.kernels
+    assert ahead.host.calibration == sync.host.calibration == "vllm-v1"
+    assert ahead.host.overlap and not sync.host.overlap
+    assert ahead.host.source == "https://github.com/vllm-project/vllm/pull/19970"
+
+
+def test_the_async_profile_hides_the_host_time_behind_the_device():
+    """The 128-sequence decode of test_simulate_charges_the_profile_serially: serially a
+    graph-replayed step is device + 0.142 ms + kernel_sync + launch.graph; overlapped it is
+    max(device, that), the device's alone (some ms for 16 GB of weights), so the TPOT falls
+    by 0.142 + 0.00965 + 0.0035 = 0.15515 ms."""
+    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9)
+    serial = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
+    ahead = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1-async", **kw)
+    assert serial.max_batch == ahead.max_batch == 128
+    diff_ms = serial.to_dict()["tpot_ms"]["mean"] - ahead.to_dict()["tpot_ms"]["mean"]
+    assert diff_ms == pytest.approx((UPDATE_128 + SYNC + GRAPH) * 1e3, abs=1e-9)
+
+
+def test_the_mlenergy_v3_runs_use_the_async_profile():
+    """Their configs say async-scheduling: true (the 8B H100 one read at ml-energy/benchmark
+    0b961c75: configs/vllm/lm-arena-chat/meta-llama/Llama-3.1-8B-Instruct/H100/
+    monolithic.config.yaml)."""
+    from roofkit import energy_cases
+
+    runs = [c for c in energy_cases.load_cases() if c.max_num_seqs]
+    assert len(runs) == 21
+    assert {c.engine for c in runs} == {"vllm-v1-async"}
+
+
+def test_serve_overlaps_the_decode_steps_of_the_async_profile(registry):
+    """A static batch of 192 on the async profile: each decode step costs max(device, host)
+    instead of device + host; the device step of an 8B model (some ms) is longer than the
+    host's (0.2145 ms + kernel_sync + every kernel at 2.7 us), so every ITL loses exactly the
+    host time, and the first token, which has no step before it to hide behind, keeps it."""
+    from roofkit.serving import estimate
+
+    kw = dict(batch=192, input_len=128, output_len=8, registry=registry)
+    serial = estimate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
+    ahead = estimate("llama-3.1-8b", "h100", engine="vllm-v1-async", **kw)
+    h = serial.decode_host.host_time
+    assert ahead.decode_host.host_time == pytest.approx(h)
+    assert h == pytest.approx(0.2145e-3 + SYNC + serial.decode_host.launches * 2.7e-6)
+    assert np.all(ahead.itl_steps > h)
+    assert np.allclose(serial.itl_steps - ahead.itl_steps, h, rtol=0, atol=1e-12)
+    assert ahead.ttft == pytest.approx(serial.ttft)
+    assert ahead.host_overlap and not serial.host_overlap
+    assert any("overlapped" in n for n in ahead.notes)
+
+
+def test_the_async_profile_reports_a_run_outside_128_256():
+    """Overlapped or not, the host time is vllm-v1's measurement, bounded by its range."""
+    r = roofkit.simulate("llama-3.1-8b", "h100", concurrency=4, requests=4, input_len=8,
+                         output_len=4, engine="vllm-v1-async")
+    assert r.outside_profile_range
+    assert any("beyond its measured range" in n and "128..256" in n for n in r.notes)

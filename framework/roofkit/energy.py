@@ -226,20 +226,22 @@ def steps_energy(estimate, host_time: float = 0.0, table: dict | None = None) ->
 
 def serving_times(est, table: dict | None = None) -> tuple[float, float | None]:
     """``(e2e, mean ITL)`` in s of a serving estimate with its device steps under the power
-    limit (:func:`step_time`; the host time unchanged); the estimate's own without per-op
-    constants."""
+    limit (:func:`step_time`; the host time unchanged, beside each step or, for an engine that
+    overlaps it, under it); the estimate's own without per-op constants."""
     if not est.parts:
         return float(est.e2e), None
-    pre, dec, steps, host_time = est.parts
+    pre, dec, steps, _ = est.parts
     if constants(pre.device, table) is None:
         itl = est.itl_ms
         return float(est.e2e), None if itl is None else itl * 1e-3
-    e2e = float(step_time(pre, table)) + host_time
+    e2e = float(step_time(pre, table)) + est.prefill_host.host_time
     itl = None
     if dec is not None and steps:
         t = np.broadcast_to(step_time(dec, table), (steps,))
-        e2e += float(np.sum(t))
-        itl = float(np.mean(t)) + est.decode_host.host_time
+        h = est.decode_host.host_time
+        steps_t = np.maximum(t, h) if est.host_overlap else t + h
+        e2e += float(np.sum(steps_t))
+        itl = float(np.mean(steps_t))
     return e2e, itl
 
 

@@ -228,9 +228,9 @@ def residuals(report) -> list[Residual]:
 
 
 def engine_family(profile: str) -> str:
-    """An engine profile's family: ``vllm-v1`` -> ``vllm``, ``sglang-0.3`` -> ``sglang``,
-    ``tensorrt-llm`` as it is."""
-    return re.sub(r"-v?\d+(\.\d+)*$", "", ENGINES.get(profile, profile) or "none")
+    """An engine profile's family: ``vllm-v1`` and ``vllm-v1-async`` -> ``vllm``,
+    ``sglang-0.3`` -> ``sglang``, ``tensorrt-llm`` as it is."""
+    return re.sub(r"(-v?\d+(\.\d+)*)?(-async)?$", "", ENGINES.get(profile, profile) or "none")
 
 
 def load_residuals(report, registry) -> list[Residual]:

@@ -8,6 +8,7 @@ transformer layer on the device's link). What serving adds is the request-level 
 
     TTFT   = prefill(B x I tokens, with the embedding and the LM head) + host(prefill step)
     ITL_j  = decode(B rows, context I + j) + host(decode step),   j = 1 .. O-1
+             (max(decode, host) for an engine whose profile overlaps its host work)
     e2e    = TTFT + sum_j ITL_j          (summed as the KV read grows, not ITL_1 * (O - 1))
     output tokens/s = B * O / e2e
     energy = tp * (E(prefill) + sum_j E(decode_j) + TDP * 0.30 * host time)
@@ -81,6 +82,9 @@ class ServingEstimate(Result):
     outside_profile_range: bool = False
     # the circuit estimates the breakdown and energy are computed from, on access
     parts: tuple = attrs.field(default=(), repr=False)
+    #: the engine forms a decode step while the device runs the one before (ITL = max(device,
+    #: host) instead of device + host)
+    host_overlap: bool = False
 
     #: the headline figures that carry an interval
     HEADLINES = ("ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s")
@@ -393,17 +397,25 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
     pre = _circuit.prefill(w, d, tokens=input_len, seqs=batch, head=True, **s.circuit)
     launches = pre.kernels
     on_host = _overhead.host_engine(reg, host, engine)
+    overlap = _overhead.host_overlaps(reg, engine)
     pre_host = _overhead.step_overhead(roof, host, launches, batch, on_host)
     ttft = float(pre.time) + pre_host.host_time
     dec_host = _overhead.step_overhead(roof, host, launches, batch, on_host)
     ctx = input_len + np.arange(1, output_len, dtype=float)
     itl = np.zeros(0)
     dec = None
+    host_time = pre_host.host_time
     if len(ctx):
         dec = _circuit.decode(w, d, batch=batch, context=ctx, **s.circuit)
-        itl = np.broadcast_to(np.asarray(dec.time, dtype=float) + dec_host.host_time,
-                              ctx.shape).copy()
-    host_time = pre_host.host_time + dec_host.host_time * len(ctx)
+        t_dec = np.broadcast_to(np.asarray(dec.time, dtype=float), ctx.shape)
+        h = dec_host.host_time
+        # an overlapped engine prepares step j + 1 while step j runs: the device waits for
+        # the host only where the host takes longer
+        itl = (np.maximum(t_dec, h) if overlap else t_dec + h).copy()
+        host_time += float(np.maximum(h - t_dec, 0.0).sum()) if overlap else h * len(ctx)
+    if overlap:
+        notes.append(f"engine {engine!r}: host work of a decode step overlapped with the "
+                     "device (ITL = max(device, host)); the first step's is not")
     if on_host is not None and basis == "datasheet":
         notes.append(f"engine {engine!r}: its measured step time enters the calibrated basis "
                      "only")
@@ -430,7 +442,7 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         prefill_device=float(pre.time), plugins=pre.plugins,
         device_class=f"{(d.vendor or 'other').lower()} {d.category}",
         measured=roof.bandwidth_measured, outside_profile_range=outside,
-        parts=(pre, dec, len(ctx), host_time))
+        parts=(pre, dec, len(ctx), host_time), host_overlap=overlap)
     if require_fit and not est.fits:
         raise OOMError(
             f"{w.name} at batch {batch}, context {est.fit_context} needs "

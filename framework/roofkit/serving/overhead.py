@@ -175,6 +175,18 @@ def host_engine(registry, host: dict, engine: str | None) -> str | None:
     return name if name and name in host["engines"] else None
 
 
+def host_overlaps(registry, engine: str | None) -> bool:
+    """Whether the engine profile ``engine`` names (``specs/engines``, by name, alias or host
+    calibration profile) forms the next step while the device runs this one
+    (``[host] overlap``); False without an engine or a profile."""
+    if engine is None:
+        return False
+    from ..circuit.kernels import engine_spec
+
+    spec = engine_spec(registry, engine)
+    return bool(spec is not None and spec.host.overlap)
+
+
 def step_overhead(roofline, host: dict, launches: int, batch: int,
                   engine: str | None) -> StepOverhead:
     """The host side of a step of ``launches`` kernels at ``batch`` on ``roofline``'s basis
