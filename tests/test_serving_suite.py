@@ -21,13 +21,12 @@ PINNED = {"all": (0.1580, 2.0898), "static": (0.0843, 0.3625), "load": (0.2940, 
 #: above it, 20.2 % before the SGLang and MI300X load cases)
 PINNED_FAMILY = {"decode": 0.1596, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.1355,
                  "ttft": 0.2927}
-#: the 80 % intervals' coverage bounds: the target 75-85 %; leave one case out reaches 83.3 %
-#: on this set (85.6 % before the SGLang and MI300X load cases; the strata backed off to the
-#: whole range share the wide TTFT-under-load residuals); leave one source out 70.8 % (187 of
-#: 264; 72.3 % before SGLang's overlapped host admitted a step late, 72.0 % before the H200's
-#: derived BF16 ceiling), below the target since those cases (84.5 % before): their sources'
-#: residuals lie outside the intervals the other sources give, pinned there
-COVERAGE = {"source": (0.705, 0.85), "case": (0.75, 0.86)}
+#: the 80 % intervals' coverage bounds: the target 75-85 % for a new source; leave one source
+#: out reaches 84.1 % of 264 (static 92.1 %, load 76.6 %) with the new-source prediction
+#: interval, the source the unit (70.8 % with case-counted order statistics before); leave one
+#: case out 95.5 % (83.3 % before), above the target: the case's own source stays in the
+#: table and an interval built for a new source is wider than that source's next case needs
+COVERAGE = {"source": (0.75, 0.85), "case": (0.75, 0.96)}
 
 
 def test_the_set_is_every_scored_static_and_load_case(serving_suite):

@@ -9,22 +9,48 @@ datasheet, so the outside strata hold, beside the cases on uncalibrated devices,
 datasheet-basis residual of every case (``basis = "datasheet"``: no constant of any source
 enters it, so it is out of sample by construction).
 
-For an estimate ``v`` in a stratum of ``n`` residuals the interval at level ``L`` is
+An interval answers "where will a new source's measurement land", because a user's next
+workload, engine build or client is a new source: cases of one source share its systematic
+error (one engine build, one client, one reading), so the exchangeable unit is the source,
+not the case. With residual ``r_si`` of case ``i`` of source ``s`` taken as
+``mu + b_s + e_si`` (a source offset ``b_s`` of between-source variance ``tau2``, a case
+scatter ``e_si`` of within-source variance ``sigma_w2``), a new source's residual
+``mu + b* + e*`` is predicted from the ``k`` sources of the stratum by
 
-    [v * exp(-r_(k_hi)), v * exp(-r_(k_lo))],  k_lo = floor((n + 1) a),
-                                                 k_hi = ceil((n + 1) (1 - a)),  a = (1 - L)/2
+    centre -/+ t_{k-1, (1+L)/2} sqrt(tau2 + sigma_w2 + between / k)
 
-with ``r_(k)`` the k-th smallest residual: the split-conformal order statistics, which cover
-at least ``L`` of new cases exchangeable with the stratum's and grow wider as ``n`` shrinks.
-Cases of one source are not exchangeable with a new source's (they share its engine build,
-client and reading), so a stratum is thin when it is too small for ``L`` (k_lo < 1 or
-k_hi > n) or holds the residuals of fewer than ``MIN_SOURCES`` sources: one source's spread
-says nothing of how far the next publisher lands. A thin stratum backs off: drop the engine,
-then the device class, then widen the metric to its family (TTFT static and under load;
-ITL and TPOT), then drop the family, then the range; the interval names the stratum it
-used. Training residuals (metric ``train_step_s``) and serving residuals never share a
-stratum. ``roofkit validate`` scores the construction both ways: each case's interval from the
-other cases' residuals, and from the other sources' only (its own source held out).
+with ``centre`` the mean of the per-source means (each source weighs the same, however many
+cases it has), ``between`` their sample variance (``between / k``: the centre's own error),
+``sigma_w2`` the pooled within-source variance and ``tau2 = max(0, between - sigma_w2 *
+mean(1/n_s))`` (method of moments, :func:`spread`). The interval of an estimate ``v`` is
+``[v exp(-r_hi), v exp(-r_lo)]``. It is the prediction interval of a new group of a one-way
+random-effects model: with no within-source scatter, the classical interval of one new draw
+from a normal sample of ``k`` source means, ``m -/+ t_{k-1} s sqrt(1 + 1/k)``; in form the
+interval a random-effects meta-analysis gives for a new study (Higgins, Thompson &
+Spiegelhalter, J. R. Stat. Soc. A 172 (2009) 137-159, who take k - 2 degrees of freedom
+over study effects of known variance). Its degrees of freedom count sources, so a
+stratum of few sources gets a wide interval (t_{k-1, 0.9} = 3.08 for two sources, 1.53 for
+five, z = 1.28 for many); the normal source offsets are an assumption, and with very few
+sources the interval rests on it.
+
+Why not the alternatives (``docs/accuracy.md`` has their figures): split-conformal order
+statistics over the cases (the construction before) weigh a source by its case count, and
+its intervals transferred to a held-out source only 70.8 % of the time; the same order
+statistics over sources (source-weighted quantiles, the finite-sample correction counting
+sources) are distribution-free but need k >= (1 - a) / a sources, 9 for 80 % and 19 for 90 %
+(a = (1 - L) / 2), which only the whole serving range has (13 sources): one wide interval for
+every metric and none at all at 90 %; a Welch-Satterthwaite degree of freedom would count the
+within-source cases again.
+
+A stratum is thin when its residuals come from fewer than ``MIN_SOURCES`` sources: one
+source's spread says nothing of how far the next publisher lands. A thin stratum backs off:
+drop the engine, then the device class, then widen the metric to its family (TTFT static and
+under load; ITL and TPOT), then drop the family, then the range; the interval names the
+stratum it used and its residual and source counts. Training residuals (metric
+``train_step_s``) and serving residuals never share a stratum. ``roofkit validate`` scores
+the construction both ways: each case's interval from the other cases' residuals, and from
+the other sources' only (its own source held out: the headline, as the intervals are built
+for a new source; with the source kept, they are wider than needed).
 
 The residual table ships as ``residuals.json`` beside this module, written by
 ``python -m roofkit.intervals`` from ``roofkit validate``'s leave-one-source-out runs; the
@@ -116,12 +142,91 @@ def check_level(level: float) -> float:
     return float(level)
 
 
-def order_statistics(n: int, level: float) -> tuple[int, int] | None:
-    """``(k_lo, k_hi)``, 1-based, or None when ``n`` residuals are too few for ``level``."""
-    a = (1.0 - level) / 2.0
-    k_lo = math.floor((n + 1) * a + 1e-9)  # 1e-9: (1 - 0.8) / 2 is 0.09999... in floats
-    k_hi = math.ceil((n + 1) * (1.0 - a) - 1e-9)
-    return (k_lo, k_hi) if k_lo >= 1 and k_hi <= n else None
+@functools.lru_cache(maxsize=256)
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (``p`` >= 0.5) of Student's t with ``df`` (integer) degrees of
+    freedom: the closed form of P(|T| <= t) for integer df (Abramowitz & Stegun 26.7.3,
+    odd df; 26.7.4, even df; Cephes ``stdtr`` computes it the same way), inverted by
+    bisection."""
+    if df < 1 or not 0.5 <= p < 1:
+        raise RoofkitError(f"t quantile needs df >= 1 and 0.5 <= p < 1, got df={df}, p={p}")
+
+    def central(t: float) -> float:  # P(|T| <= t)
+        th = math.atan(t / math.sqrt(df))
+        c2, term = math.cos(th) ** 2, 1.0
+        if df % 2:  # odd: (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 ...))
+            acc = 1.0 if df > 1 else 0.0
+            for k in range(3, df - 1, 2):
+                term *= (k - 1) / k * c2
+                acc += term
+            return 2 / math.pi * (th + math.sin(th) * math.cos(th) * acc)
+        acc = 1.0  # even: sin (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 ...)
+        for k in range(2, df - 1, 2):
+            term *= (k - 1) / k * c2
+            acc += term
+        return math.sin(th) * acc
+
+    lo, hi = 0.0, 1.0
+    while (1 + central(hi)) / 2 < p:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if (1 + central(mid)) / 2 < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+@attrs.frozen
+class Spread:
+    """The one-way random-effects summary of a stratum's residuals, the source the unit:
+    ``k`` sources; ``centre``, the mean of the per-source means (each source weighs the
+    same, however many cases it has); ``between``, the sample variance of the per-source
+    means; ``within``, the pooled within-source variance; ``tau2``, the between-source
+    variance net of the within-source noise the source means carry."""
+
+    k: int
+    centre: float
+    between: float
+    within: float
+    tau2: float
+
+    @property
+    def predictive(self) -> float:
+        """The variance of a new source's residual about ``centre``: its source's offset
+        (tau2), its case's scatter within the source (within), the centre's own error
+        (between / k)."""
+        return self.tau2 + self.within + self.between / self.k
+
+
+def spread(rs: Iterable[tuple[str, float]]) -> Spread | None:
+    """:class:`Spread` of ``(source, residual)`` pairs; None for fewer than two sources.
+
+        m_s = mean of source s's residuals,  centre = (1/k) sum_s m_s
+        between = sum_s (m_s - centre)^2 / (k - 1)
+        within = sum_s sum_i (r_si - m_s)^2 / sum_s (n_s - 1)   (0 when every n_s is 1)
+        tau2 = max(0, between - within * (1/k) sum_s 1/n_s)
+
+    (E[between] = tau2 + sigma_w^2 mean(1/n_s): the method-of-moments split.)"""
+    by: dict[str, list[float]] = {}
+    for s, r in rs:
+        by.setdefault(s, []).append(r)
+    k = len(by)
+    if k < 2:
+        return None
+    means = {s: sum(v) / len(v) for s, v in by.items()}
+    centre = sum(means.values()) / k
+    between = sum((m - centre) ** 2 for m in means.values()) / (k - 1)
+    dof = sum(len(v) - 1 for v in by.values())
+    within = (sum((x - means[s]) ** 2 for s, v in by.items() for x in v) / dof
+              if dof else 0.0)
+    tau2 = max(0.0, between - within * sum(1 / len(v) for v in by.values()) / k)
+    return Spread(k, centre, between, within, tau2)
+
+
+def residual_bounds(sp: Spread, level: float) -> tuple[float, float]:
+    """``(r_lo, r_hi)``: centre -/+ t_{k-1, (1+L)/2} sqrt(predictive), the prediction
+    interval of a new source's residual."""
+    half = t_quantile((1 + level) / 2, sp.k - 1) * math.sqrt(sp.predictive)
+    return sp.centre - half, sp.centre + half
 
 
 def _label(keys: dict, n: int, sources: int) -> str:
@@ -133,9 +238,8 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
              device_class: str = "", inside: bool = True, level: float = DEFAULT_LEVEL,
              exclude_origin: str = "", exclude_case: str = "") -> Interval | None:
     """The interval of ``value`` (see the module docstring); None when even all residuals
-    are too few or from fewer than ``MIN_SOURCES`` sources. ``exclude_case`` leaves one
-    case's residuals out, ``exclude_origin`` one source's (scoring coverage out of
-    sample)."""
+    come from fewer than ``MIN_SOURCES`` sources. ``exclude_case`` leaves one case's
+    residuals out, ``exclude_origin`` one source's (scoring coverage out of sample)."""
     level = check_level(level)
     metric = FAMILY.get(metric, metric)
     want = {"engine": ENGINES.get(engine, engine) or "none", "device_class": device_class,
@@ -147,14 +251,12 @@ def interval(value: float, residuals: Sequence[Residual], *, metric: str, engine
         keys = {k: want[k] for k in level_keys}
         sel = [r for r in strata.get((train, level_keys, tuple(keys.values())), ())
                if r.case != exclude_case and (not exclude_origin or r.origin != exclude_origin)]
-        sources = len({r.origin for r in sel})
-        ks = order_statistics(len(sel), level)
-        if ks is None or sources < MIN_SOURCES:
+        sp = spread((r.origin, r.r) for r in sel)
+        if sp is None or sp.k < MIN_SOURCES:
             continue
-        rs = sorted(r.r for r in sel)
-        lo_r, hi_r = rs[ks[0] - 1], rs[ks[1] - 1]
+        lo_r, hi_r = residual_bounds(sp, level)
         return Interval(value, value * math.exp(-hi_r), value * math.exp(-lo_r), level,
-                        _label(keys, len(rs), sources), len(rs))
+                        _label(keys, len(sel), sp.k), len(sel))
     return None
 
 
