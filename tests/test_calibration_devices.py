@@ -81,6 +81,7 @@ def test_measured_matmul_peaks_of_the_added_devices(registry, device, slot, tflo
 @pytest.mark.parametrize(("device", "gbs", "sheet_gbs"), [
     ("rtx-4090", 918.8, 1008.0),  # cudaMemcpy device to device, read + write counted
     ("v100", 814.0, 900.0),  # te42kyfo/gpu-benches gpu-stream triad
+    ("l4", 235.0, 300.0),  # chsasank/device-benchmarks tensor copy, read + write counted
 ])
 def test_measured_bandwidths_of_the_added_devices(registry, device, gbs, sheet_gbs):
     dev = registry.device(device)
