@@ -23,8 +23,30 @@ def test_mamf_peaks_replace_the_datasheet_on_the_calibrated_basis(registry, devi
     roof = device_roofline(dev, "calibrated", registry)
     assert roof.peaks[slot] == pytest.approx(tflops * 1e12)
     assert roof.peaks[slot] < dev.compute[slot]
+    if device == "b200":  # measured bandwidth too (test_the_b200_bandwidth_...)
+        return
     assert roof.bandwidth == dev.memory.bandwidth and not roof.bandwidth_measured
     assert "datasheet ceiling kept for bandwidth" in roof.basis
+
+
+def test_the_b200_bandwidth_is_the_nvbench_add_row_of_cccl(registry):
+    cal = registry.catalogues["calibration"]["b200"]
+    # NVIDIA/cccl PR #7391, 'add' table, NVIDIA B200, F16 at 2^28 elements: 3 arrays of
+    # 2^28 2-byte elements (2 loads + 1 store) in 239.643 us
+    assert cal.bandwidth.value == pytest.approx(6.721e12)
+    moved = 3 * 2**28 * 2  # bytes read + written, as nvbench counts them
+    assert cal.bandwidth.value == pytest.approx(moved / 239.643e-6, rel=1e-3)
+    assert cal.bandwidth.source == "https://github.com/NVIDIA/cccl/pull/7391"
+    assert "'add' table" in cal.bandwidth.where and "6.721 TB/s" in cal.bandwidth.where
+    dev = registry.device("b200")
+    roof = device_roofline(dev, "calibrated", registry)
+    assert roof.bandwidth == pytest.approx(6.721e12) and roof.bandwidth_measured
+    assert roof.bandwidth < dev.memory.bandwidth
+    assert "bandwidth" not in roof.basis.split("datasheet ceiling kept for", 1)[1]
+    assert roof.provenance["memory.bandwidth"].startswith("calibration b200")
+    est = roofkit.serve("llama-3.1-8b", "b200", batch=8, input_len=128, output_len=8,
+                        registry=registry)
+    assert all("range=inside" in iv.stratum for iv in est.intervals().values())
 
 
 def test_fp16_stands_for_bf16_where_the_datasheet_lists_equal_peaks(registry):
@@ -33,7 +55,7 @@ def test_fp16_stands_for_bf16_where_the_datasheet_lists_equal_peaks(registry):
 
 
 def test_an_unmeasured_bandwidth_is_outside_the_calibrated_range(registry):
-    est = roofkit.serve("llama-3.1-8b", "b200", batch=8, input_len=128, output_len=8,
+    est = roofkit.serve("llama-3.1-8b", "gb200", batch=8, input_len=128, output_len=8,
                         registry=registry)
     assert all("range=outside" in iv.stratum for iv in est.intervals().values())
     h100 = roofkit.serve("llama-3.1-8b", "h100-sxm", batch=8, input_len=128, output_len=8,
@@ -59,6 +81,7 @@ def test_measured_matmul_peaks_of_the_added_devices(registry, device, slot, tflo
 @pytest.mark.parametrize(("device", "gbs", "sheet_gbs"), [
     ("rtx-4090", 918.8, 1008.0),  # cudaMemcpy device to device, read + write counted
     ("v100", 814.0, 900.0),  # te42kyfo/gpu-benches gpu-stream triad
+    ("l4", 235.0, 300.0),  # chsasank/device-benchmarks tensor copy, read + write counted
 ])
 def test_measured_bandwidths_of_the_added_devices(registry, device, gbs, sheet_gbs):
     dev = registry.device(device)
@@ -101,6 +124,7 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
              if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
                                   "jetson-orin-nano-8gb", "dgx-spark",
                                   "jetson-agx-orin-64gb", "tpu-v5e")
+             or (c.calibration == "b200" and c.path == "bandwidth")
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
@@ -108,7 +132,7 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
         "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
         "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
         "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules",
-        "github:jax-ml/jax"}
+        "github:jax-ml/jax", "github:nvidia/cccl"}
     assert not {c.origin for c in added} & case_origins
 
 
