@@ -37,12 +37,61 @@ def test_the_measured_batches_give_the_cited_figures(registry):
     assert engine_step_time(prof, 192) == pytest.approx(0.2145e-3 + SYNC)
 
 
-def test_outside_128_256_it_is_extended_below_and_held_above(registry):
+def test_outside_128_256_it_is_extended_linearly_both_ways(registry):
+    """update_from_output loops over every scheduled request (above_where), so past 256 it
+    keeps the measured slope: (0.287 - 0.142) / 128 = 1.1328 us a request; at 1,500
+    sequences 0.287 + 1244 x 1.1328e-3 = 1.6962 ms, at 3,200 0.287 + 2944 x 1.1328e-3 =
+    3.6220 ms; the sampled-token round trip, measured once, stays batch-independent."""
     prof = _profile(registry)
     slope = (UPDATE_256 - UPDATE_128) / 128          # 1.133 us a sequence
     assert engine_step_time(prof, 48) == pytest.approx(UPDATE_128 - 80 * slope + SYNC)
     assert engine_step_time(prof, 2) == pytest.approx(SYNC)   # the line crosses 0 at 2.7
-    assert engine_step_time(prof, 1024) == pytest.approx(UPDATE_256 + SYNC)
+    assert prof.components["update_from_output"].above == "linear"
+    assert engine_step_time(prof, 1500) == pytest.approx(1.69620e-3 + SYNC, rel=1e-4)
+    assert engine_step_time(prof, 3200) == pytest.approx(3.62203e-3 + SYNC, rel=1e-4)
+
+
+def test_a_profile_not_marked_linear_is_still_held_above(registry):
+    """vidur's vLLM V0 profile (8..64 sequences) keeps its batch-64 value at 3,200: the
+    sum of its five components' batch-64 medians, 0.95218 + 1.16300 + 1.37026 + 4.10826 +
+    0.05497 = 7.64867 ms."""
+    prof = host_calibration(registry)["engines"]["vllm-v0"]
+    assert engine_step_time(prof, 3200) == pytest.approx(7.64867e-3)
+    assert engine_step_time(prof, 64) == pytest.approx(7.64867e-3)
+
+
+def test_a_bad_above_is_refused_with_its_key(tmp_path):
+    from roofkit.errors import SpecError
+    from roofkit.testing import make_registry, write_spec
+
+    write_spec(tmp_path, "calibration", "host-odd", """
+        name = "host-odd"
+        [engines.odd]
+        source = "https://example.com/odd"
+        where = "a table"
+        [engines.odd.components.loop]
+        by_batch = { "8" = "1 ms", "16" = "2 ms" }
+        above = "quadratic"
+        [engines.once]
+        source = "https://example.com/once"
+        where = "a table"
+        [engines.once.components.step]
+        by_batch = { "8" = "1 ms" }
+        above = "linear"
+        above_where = "https://example.com/code"
+        [engines.uncited]
+        source = "https://example.com/uncited"
+        where = "a table"
+        [engines.uncited.components.loop]
+        by_batch = { "8" = "1 ms", "16" = "2 ms" }
+        above = "linear"
+        """)
+    with pytest.raises(SpecError) as err:
+        make_registry(spec_paths=[tmp_path], cache=False)
+    text = str(err.value)
+    assert "engines.odd.components.loop.above" in text and "'quadratic'" in text
+    assert "engines.once.components.step.above" in text and "two batch sizes" in text
+    assert "engines.uncited.components.loop.above_where" in text
 
 
 def test_a_component_measured_once_has_no_range_to_leave(registry):
@@ -96,9 +145,12 @@ def test_serve_charges_it_and_flags_a_batch_above_256(registry):
                      engine="vllm-v1", registry=registry)
     assert inside.decode_host.dispatch == pytest.approx(0.2145e-3 + SYNC)
     assert not inside.outside_profile_range
-    assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 256))
+    # 512 sequences: 0.287 + 256 x 1.1328e-3 = 0.5770 ms, the linear extension
+    assert above.decode_host.dispatch == pytest.approx(0.5770e-3 + SYNC, rel=1e-4)
+    assert above.decode_host.dispatch == pytest.approx(engine_step_time(prof, 512))
     assert above.outside_profile_range
-    assert any("128..256" in n for n in above.notes)
+    assert any("128..256" in n and "update_from_output extended linearly" in n
+               for n in above.notes)
 
 
 GRAPH = 3.5e-6                                # s, launch.graph (CUDA.jl graphs page)

@@ -7,7 +7,8 @@
 host-dispatch arithmetic); ``graph_launch`` the host calibration's ``launch.graph``.
 ``dispatch(b)`` is the engine's measured step time at ``b`` sequences (the host calibration
 profile it names, interpolated linearly, extended linearly below its measured batches and
-held at the largest measured batch's value above them, as ``roofkit serve --engine`` does,
+held at the largest measured batch's value above them (a component marked ``above =
+"linear"`` extended along its last two points), as ``roofkit serve --engine`` does,
 and reported when a run leaves that range), else the
 launch-and-wait round trip ``launch.kernel_sync`` (calibrated basis) or the device spec's
 ``overheads.dispatch`` (datasheet basis): what ``roofkit serve`` charges without an engine.
@@ -29,6 +30,7 @@ class HostTable:
     measured: tuple[int, int] | None  # the batch range the engine's host time was measured at
     source: str
     overlap: bool = False
+    above: str = "held at its largest measured batch's value above"
 
 
 def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostTable:
@@ -36,6 +38,7 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
     host = host_calibration(registry)
     b = np.arange(0, max_seqs + 1, dtype=float)
     measured = None
+    above = "held at its largest measured batch's value above"
     calibrated = roofline.name == "calibrated"
     h = engine.host if engine is not None else None
     if h is not None and calibrated and (h.calibration or h.by_batch):
@@ -43,6 +46,7 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
             prof = _overhead.engine_profile(host, h.calibration)
             measured = _overhead.measured_range(prof)
             dispatch = _overhead.engine_step_times(prof, np.maximum(b, 1.0))
+            above = _overhead.above_text(prof)
             source = f"engine {engine.name}: host calibration {h.calibration!r} ({prof.source})"
         else:
             keys = sorted(int(k) for k in h.by_batch)
@@ -63,4 +67,4 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
     eager = dispatch + kernels * launch
     return HostTable(eager=eager.tolist(), graph=(dispatch + graph_launch).tolist(),
                      measured=measured, source=source,
-                     overlap=bool(h is not None and h.overlap))
+                     overlap=bool(h is not None and h.overlap), above=above)

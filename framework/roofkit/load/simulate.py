@@ -730,7 +730,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                 outside = True
                 notes.append(f"host time beyond its measured range: steps of {s_lo}..{s_hi} "
                              f"sequences, measured at {lo}..{hi} (extended linearly below "
-                             f"{lo}, held at its batch-{hi} value above); {h.source}")
+                             f"{lo}; {h.above}); {h.source}")
     for rep in reps:  # engine kernels measured at other GEMM rows than the steps ran
         from ..circuit.kernels import outside as _kernels_outside
 

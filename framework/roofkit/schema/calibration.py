@@ -123,13 +123,22 @@ class AllReduceMeasurement(Measured):
         return sorted(out)
 
 
+#: how an engine host-time component continues above its largest measured batch
+ABOVE = ("hold", "linear")
+
+
 @attrs.frozen
 class StepTable:
     """One component of an engine's per-step host time, measured at several batch sizes
-    (``"8" = "0.165 ms"``)."""
+    (``"8" = "0.165 ms"``). ``above``: beyond the largest measured batch the time is held
+    at its value there (``"hold"``, the default) or extended along the last two measured
+    points (``"linear"``: for a component whose code does a fixed amount of work per
+    request, said with a citation in ``above_where``)."""
 
     by_batch: dict[str, float] = quantities("time")
     where: str = ""
+    above: str = "hold"
+    above_where: str = ""
 
 
 @attrs.frozen
@@ -215,6 +224,18 @@ class Calibration:
                     if not b.isdigit() or int(b) < 1:
                         out.append((f"engines.{name}.components.{comp}.by_batch.{b}",
                                     f"batch size {b!r} is not an integer >= 1"))
+                key = f"engines.{name}.components.{comp}.above"
+                if tab.above not in ABOVE:
+                    out.append((key, f"{tab.above!r} is not one of {', '.join(ABOVE)}: "
+                                     "'hold' keeps the largest measured batch's time above "
+                                     "it, 'linear' extends the last two measured points"))
+                elif tab.above == "linear" and len(tab.by_batch) < 2:
+                    out.append((key, "'linear' needs by_batch at two batch sizes or more "
+                                     "(a slope); measured at one, the time is batch-independent"))
+                elif tab.above == "linear" and not tab.above_where:
+                    out.append((f"engines.{name}.components.{comp}.above_where",
+                                "a linear extension past the measured batches needs its "
+                                "reason: cite the code that does per-request work"))
         device_only = ("bandwidth", "compute", "gemm", "mixed", "attention", "allreduce",
                    "host_link")
         if self.device is None:

@@ -22,7 +22,10 @@ least 0) and above ``b_n`` held at its value there:
     host(b) = host(b_n)    for b > b_n
 
 A linear extension past the largest measured batch would grow without bound (vidur's vLLM
-profile, measured at 8..64 sequences, would add 348 ms a step at 3,200). A step outside
+profile, measured at 8..64 sequences, would add 348 ms a step at 3,200). A component whose
+code does a fixed amount of work per scheduled request, and says so with a citation
+(``above = "linear"``, ``above_where``), is extended along its last two measured points
+instead (vLLM V1's ``update_from_output``, one loop iteration per request). A step outside
 ``b_1 .. b_n`` is flagged (``outside_profile_range``) and its estimate says so. A profile
 measured at one batch size only declares its time batch-independent (TensorRT-LLM's
 session runtime, derived at batch 1): it has no range to leave; so has a component of a
@@ -50,6 +53,7 @@ class StepOverhead:
     #: the engine's measured batch range, when its host time comes from an engine profile
     measured: tuple[int, int] | None = None
     batch: int = 0
+    above: str = ""  # how the engine's time continues above its measured batches
 
     @property
     def outside_profile_range(self) -> bool:
@@ -64,7 +68,7 @@ class StepOverhead:
         if not self.outside_profile_range:
             return ""
         lo, hi = self.measured
-        how = (f"held at its batch-{hi} value" if self.batch > hi else
+        how = ((self.above or f"held at its batch-{hi} value") if self.batch > hi else
                f"extended linearly below batch {lo}")
         return (f"engine host time outside its measured batch range: batch {self.batch}, "
                 f"measured at {lo}..{hi} ({how}); {self.source}")
@@ -126,8 +130,23 @@ def engine_step_times(profile, batches: np.ndarray) -> np.ndarray:
         pts = sorted((int(b), t) for b, t in table.by_batch.items())
         xs = np.array([p[0] for p in pts], dtype=float)
         ys = np.array([p[1] for p in pts], dtype=float)
-        total += interp_linear_array(batches, xs, ys)
+        t = interp_linear_array(batches, xs, ys)
+        if getattr(table, "above", "hold") == "linear" and len(xs) > 1:
+            x = np.asarray(batches, dtype=float)
+            slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+            t = np.where(x > xs[-1], ys[-1] + slope * (x - xs[-1]), t)
+        total += t
     return total
+
+
+def above_text(profile) -> str:
+    """How the profile continues above its largest measured batch, for notes."""
+    lin = [n for n, t in profile.components.items()
+           if getattr(t, "above", "hold") == "linear" and len(t.by_batch) > 1]
+    if not lin:
+        return "held at its largest measured batch's value above"
+    return (f"{', '.join(lin)} extended linearly above its measured batches (per-request "
+            "work), the rest held")
 
 
 def measured_range(profile) -> tuple[int, int] | None:
@@ -142,7 +161,8 @@ def measured_range(profile) -> tuple[int, int] | None:
 def engine_step_time(profile, batch: int) -> float:
     """An engine's host time per step at ``batch``: the sum of its measured components, each
     interpolated linearly in batch size (extended linearly below the measured range, held
-    at the largest measured batch's value above it); :func:`engine_step_times` at one batch."""
+    at the largest measured batch's value above it unless the component's ``above`` is
+    ``"linear"``); :func:`engine_step_times` at one batch."""
     return float(engine_step_times(profile, np.array([float(batch)]))[0])
 
 
@@ -195,7 +215,8 @@ def step_overhead(roofline, host: dict, launches: int, batch: int,
         prof = engine_profile(host, engine)
         return StepOverhead(launches, roofline.launch, engine_step_time(prof, batch),
                             f"engine {engine}: {prof.source}",
-                            measured=measured_range(prof), batch=int(batch))
+                            measured=measured_range(prof), batch=int(batch),
+                            above=above_text(prof))
     if roofline.name == "calibrated" and "kernel_sync" in host["launch"]:
         sync = host["launch"]["kernel_sync"]
         return StepOverhead(launches, roofline.launch, sync.value,
