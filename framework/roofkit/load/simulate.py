@@ -450,6 +450,18 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     # with pp stages a device holds 1/pp of the layers (weights and KV) for all pp virtual
     # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
     cap = usable - fp.weights / pp
+    if spec_e is not None and spec_e.kv_sizing.profile_run:
+        peak = profile_peak(w, sched["max_num_batched_tokens"], sched["max_num_seqs"])
+        if peak is None:
+            notes.append(f"{spec_e.name} sizes its KV cache after a profiling pass; "
+                         f"{w.name} has no 'hidden' or 'vocab' dim, so its peak is not "
+                         "subtracted")
+        else:
+            cap -= peak
+            notes.append(f"KV cache sized after {spec_e.name}'s profiling pass of "
+                         f"{sched['max_num_batched_tokens']} tokens: at least "
+                         f"{peak / 1e9:.2f} GB a device of activations and sampler tensors "
+                         "taken from the memory share (a lower bound)")
     if ep > 1:
         experts = fp.weights_by_role.get("experts", 0.0)
         if not experts:
@@ -510,6 +522,32 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                        prefix_hit=prefix_hit, tokens_per_step=tps, draft_time=draft_time,
                        decode_only=decode_only)
     return Replica(costs, host, cfg, tuple(notes))
+
+
+def profile_peak(w, tokens: int, seqs: int) -> float | None:
+    """A lower bound of the activation peak of vLLM V1's profiling pass on one device
+    (bytes), which its KV cache is sized without (``[kv_sizing] profile_run``):
+
+        forward  = 2 * N * hidden * 2 B
+        sampler  = N * hidden * 2 B + R * vocab * 16 B
+        peak     = max(forward, sampler),   N = max_num_batched_tokens, R = min(N, max_num_seqs)
+
+    The forward term is the two 16-bit ``[N, hidden]`` tensors every decoder layer holds
+    (``hidden_states, residual = self.input_layernorm(hidden_states, residual)``), replicated
+    on every tensor-parallel rank; the gate/up outputs and quantized copies that also live
+    there are left out. The sampler term is the warm-up's: the pass's hidden states are still
+    referenced while ``_dummy_sampler_run`` samples ``R`` requests with top-p 0.9 over the
+    whole (all-gathered) vocabulary, whose ``apply_top_k_top_p`` holds the float32 logits,
+    their sorted copy and its int64 indices at once (4 + 4 + 8 B an entry; the 16-bit logits,
+    the top-p cumulative sum, its mask and the re-scattered logits also live and are left
+    out). Non-torch memory (communication buffers) is not counted. None without the dims."""
+    hidden, vocab = w.dims.get("hidden"), w.dims.get("vocab")
+    if not hidden or not vocab:
+        return None
+    n, r = float(tokens), float(min(tokens, seqs))
+    forward = 2.0 * n * hidden * 2.0
+    sampler = n * hidden * 2.0 + r * vocab * 16.0
+    return max(forward, sampler)
 
 
 def step_costs(reg, w, d, *, tp, precision, kv_cache_dtype, basis, max_rows, max_seqs,

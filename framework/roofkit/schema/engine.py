@@ -183,6 +183,17 @@ def _kernel_problems(i: int, k: KernelProfile) -> list[tuple[str, str]]:
 
 
 @attrs.frozen
+class KvSizing(Cited):
+    """How the engine sizes its KV cache. ``profile_run``: it runs a profiling forward pass
+    of ``max_num_batched_tokens`` tokens (and a sampler warm-up of ``min(tokens,
+    max_num_seqs)`` requests) before allocating the cache, and gives the cache its memory
+    share less the weights and that pass's peak (vLLM V1); the load simulator then subtracts
+    a lower bound of the peak (:func:`roofkit.load.simulate.profile_peak`)."""
+
+    profile_run: bool = False
+
+
+@attrs.frozen
 class EngineSpec:
     """A serving engine profile."""
 
@@ -196,6 +207,7 @@ class EngineSpec:
     description: str = ""
     sources: dict[str, str] = attrs.field(factory=dict)
     kernels: list[KernelProfile] = attrs.field(factory=list)
+    kv_sizing: KvSizing = attrs.field(factory=KvSizing)
 
     def limits(self, device) -> tuple[int, int]:
         """(max_num_seqs, max_num_batched_tokens) the engine picks on ``device``."""
@@ -228,6 +240,9 @@ class EngineSpec:
                 out.append((f"host.by_batch.{b}", "a batch size key is a whole number >= 1"))
         if (h.by_batch or h.calibration) and not h.source:
             out.append(("host.source", "say where the host times were measured"))
+        if self.kv_sizing.profile_run and not (self.kv_sizing.source and self.kv_sizing.where):
+            out.append(("kv_sizing.source", "profile_run = true needs its source and where: "
+                        "the engine code that sizes the KV cache after a profiling pass"))
         if version_key(self.version) == ():
             out.append(("version", f"a version such as \"0.6\", got {self.version!r}"))
         for i, k in enumerate(self.kernels):
