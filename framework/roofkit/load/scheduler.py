@@ -132,7 +132,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         per = b_seq + b_tok * (min(max(inp), budget_max) if not reserve else longest)
     if cap < per:
         raise OOMError(f"the KV cache holds {max(cap, 0) / 1e9:.2f} GB per device after the "
-                       f"weights: not one request of {max(inp)} + {max(out)} tokens fits",
+                       "weights (and the engine's profiling peak, where it sizes its cache "
+                       f"after one): not one request of {max(inp)} + {max(out)} tokens fits",
                        required=per, available=max(cap, 0.0))
 
     # request state
