@@ -165,3 +165,17 @@ def test_a_simulation_caps_its_batch_at_the_request_pool():
     fixed = simulate("llama-3.1-8b", "h100", engine="sglang", concurrency=8, requests=8,
                      input_len=64, output_len=16, max_num_seqs=4)
     assert not any("request pool" in n for n in fixed.notes) and fixed.max_batch <= 4
+
+
+def test_peak_admission_refuses_a_cache_that_cannot_hold_one_whole_request():
+    from roofkit.errors import OOMError
+
+    # 10 prompt + 5 output tokens need 15 at the peak: 14 tokens of KV hold the prompt
+    # (grow would start it) but never the whole request
+    with pytest.raises(OOMError, match="not one request of 10 \\+ 5 tokens fits"):
+        _run("peak", 14.0)
+    # grow runs the three one after the other: 10 held, 11..14 as the four decode steps
+    # write (the last token's KV is never written), nothing preempted
+    grow = _run("grow", 14.0)
+    assert np.all(np.isfinite(grow.finish)) and grow.preemptions == 0
+    assert grow.step_kv.max() <= 14.0

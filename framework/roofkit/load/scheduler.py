@@ -134,7 +134,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     if cfg.decode_only:
         per = b_seq + b_tok * longest
     else:
-        per = b_seq + b_tok * (min(max(inp), budget_max) if not reserve else longest)
+        per = b_seq + b_tok * (longest if reserve or peak else min(max(inp), budget_max))
     if cap < per:
         raise OOMError(f"the KV cache holds {max(cap, 0) / 1e9:.2f} GB per device after the "
                        f"weights: not one request of {max(inp)} + {max(out)} tokens fits",
@@ -242,7 +242,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 running_order.append(rid)
             chunks = []
             decode_rows = n_dec
-        elif not prefilling and (not waiting or (peak and blocked)):
+        elif not prefilling and (not waiting or (peak and blocked and n_dec > 0)):
             # only decoding: until the next finish, arrival or KV overflow nothing changes
             # but the contexts, so a run of steps is costed at once (a refused queue waits
             # for the next finish whatever arrives)
