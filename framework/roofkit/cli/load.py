@@ -231,9 +231,12 @@ def show_engine(args, reg, name) -> int:
     print(f"{e.display_name} ({e.name}, version {e.version}); from {data['origin']}")
     import attrs
 
-    for table in ("scheduler", "cuda_graphs", "host"):
+    for table in ("scheduler", "memory", "cuda_graphs", "host"):
+        fields = attrs.asdict(getattr(e, table))
+        if table == "memory" and not fields["static_fraction"]:
+            continue
         print(f"[{table}]")
-        for k, v in attrs.asdict(getattr(e, table)).items():
+        for k, v in fields.items():
             if v not in (None, "", [], {}):
                 print(f"  {k:<24} {v}")
     return 0

@@ -225,7 +225,8 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
         parts = step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
                            basis, ep=ep, fab=fab)
     fp, host, spec_e, k, Cf = (parts[x] for x in ("fp", "host", "spec_e", "k", "Cf"))
-    usable = d.memory.capacity * d.memory.usable_fraction
+    frac = spec_e.memory.fraction(tp) if spec_e is not None else None
+    usable = d.memory.capacity * (d.memory.usable_fraction if frac is None else frac)
     cap = usable - fp.weights / pp
     if ep > 1:
         cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
@@ -250,7 +251,8 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     dev_k = float(r_k + h_k + k * a_p)
     host_k = host.eager[min(k, len(host.eager) - 1)]
     pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
-    reserve = spec_e is not None and spec_e.scheduler.admission == "reserve"
+    # peak admission (SGLang) keeps every admitted request whole at the peak, as reserve does
+    reserve = spec_e is not None and spec_e.scheduler.admission in ("reserve", "peak")
     held = n_in + (n_out if reserve else n_out / 2)
     kv_ok = Cf * (fp.kv_per_token * held + fp.state_per_seq) <= cap
     mixed = spec_e is None or spec_e.scheduler.mixed_batches

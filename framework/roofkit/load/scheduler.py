@@ -14,8 +14,12 @@ KV cache (bytes of one device): ``weights + n_seqs * (state + kv_token * (block 
 + kv_token * tokens held``, within the usable memory. ``grow`` admission holds each
 sequence's tokens as they are written; when a decode step finds no room the most recently
 admitted sequence is preempted and recomputed later (its prompt and generated tokens are
-prefilled again). ``reserve`` admits a request only with room for all of its tokens. A
-declared prefix-cache hit rate skips that share of each new prompt's prefill (whole blocks).
+prefilled again). ``reserve`` admits a request only with room for all of its tokens.
+``peak`` (SGLang with requests that ignore EOS and the radix cache off) holds tokens as
+``grow`` does but admits a request only if the cache never runs out while every admitted
+request generates all of its tokens, finishing ones freeing theirs (:func:`peak_fits`); a
+refused head of the queue is tried again only after a sequence finishes. A declared
+prefix-cache hit rate skips that share of each new prompt's prefill (whole blocks).
 
 An overlapped host (SGLang's zero-overhead scheduler) forms step ``k`` while step ``k - 1``
 runs, from the requests it has received when step ``k - 2`` returned: a request arriving
@@ -116,6 +120,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     hit = cfg.prefix_hit
     block = cfg.block_size
     reserve = cfg.admission == "reserve"
+    peak = cfg.admission == "peak"
     draft = cfg.draft_time
     dev_time = costs.device_time
     dec_time = costs.decode_time
@@ -129,7 +134,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     if cfg.decode_only:
         per = b_seq + b_tok * longest
     else:
-        per = b_seq + b_tok * (min(max(inp), budget_max) if not reserve else longest)
+        per = b_seq + b_tok * (longest if reserve or peak else min(max(inp), budget_max))
     if cap < per:
         raise OOMError(f"the KV cache holds {max(cap, 0) / 1e9:.2f} GB per device after the "
                        "weights (and the engine's profiling peak, where it sizes its cache "
@@ -165,6 +170,14 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     stall = 0.0
     joined_in_stall = 0
     lag = 0.0  # overlapped host: the step now running, which its arrivals cannot join
+    # peak admission: the decoding sequences (numpy mirrors of their join state for the
+    # vectorized check) and whether the head of the queue was refused (no new prompt is
+    # tried again until a sequence finishes or is preempted: SGLang's batch_is_full)
+    dec_set: set = set()
+    np_rem = np.zeros(n)
+    np_jD = np.zeros(n)
+    np_jc = np.zeros(n)
+    blocked = False
     # a closed loop's requests wait in ``pending`` (arrival, rid) for their client delay
     delay = [0.0] * n if stream.delay is None else [float(x) for x in stream.delay]
     pending: list = []
@@ -179,6 +192,22 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         if reserve:
             return b_seq + b_tok * (prompt[rid] + remaining[rid])
         return b_seq
+
+    def peak_ok(rid):
+        """SGLang's admission of a request that ignores EOS: it fits if the KV cache never
+        runs out while every admitted request generates all its tokens (see
+        :func:`peak_fits`)."""
+        if b_tok <= 0:
+            return True
+        idx = np.fromiter(dec_set, dtype=np.int64, count=len(dec_set))
+        done_ = (D - np_jD[idx]) * E
+        left = [np.array([float(remaining[rid])]), np_rem[idx] - done_]
+        held = [np.array([float(prompt[rid])]), np_jc[idx] - 1.0 + done_]
+        if prefilling:
+            left.append(np.array([float(remaining[it[0]]) for it in prefilling]))
+            held.append(np.array([float(it[2]) for it in prefilling]))
+        free = (cap - kv_used - b_seq) / b_tok - prompt[rid]
+        return peak_fits(free, np.concatenate(left), np.concatenate(held))
 
     while done < n:
         # arrivals up to now (to the start of the step running, for an overlapped host)
@@ -214,9 +243,12 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 running_order.append(rid)
             chunks = []
             decode_rows = n_dec
-        elif not waiting and not prefilling:
+        elif not prefilling and (not waiting or (peak and blocked and n_dec > 0)):
             # only decoding: until the next finish, arrival or KV overflow nothing changes
-            # but the contexts, so a run of steps is costed at once
+            # but the contexts, so a run of steps is costed at once (a refused queue waits
+            # for the next finish whatever arrives)
+            if waiting:
+                nxt = None
             if draft is None and stall == 0.0 and n_dec <= dense and heap:
                 m = heap[0][0] - D - 1
                 if not reserve and b_tok > 0:
@@ -266,6 +298,10 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 prefill_step = want_prefill and _can_admit(
                     prefilling, waiting, n_seqs, max_seqs, kv_used, cap, admit_cost, b_tok,
                     prompt, budget_max, cfg.chunked_prefill)
+                if peak and prefill_step and not prefilling and (
+                        blocked or not peak_ok(waiting[0])):
+                    blocked = True
+                    prefill_step = False
                 if prefill_step and not cfg.mixed_batches:
                     decode_rows = 0
                 elif not prefill_step:
@@ -286,6 +322,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     kv_used += 0.0 if reserve else b_tok * take
                 while budget > 0 and waiting and n_seqs < max_seqs:
                     rid = waiting[0]
+                    if peak and (blocked or not peak_ok(rid)):
+                        blocked = True
+                        break
                     need = admit_cost(rid)
                     tot = prompt[rid]
                     cached = 0
@@ -370,6 +409,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 if ver != version[rid] or not in_decode[rid]:
                     continue
                 in_decode[rid] = False
+                dec_set.discard(rid)
+                blocked = False
                 n_dec -= 1
                 sum_ctx -= join_ctx[rid] + (D - join_D[rid]) * E
                 held = join_ctx[rid] - 1 + (D - join_D[rid]) * E
@@ -387,6 +428,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     continue
                 gen = min(round((D - join_D[rid]) * E), remaining[rid] - 1)
                 in_decode[rid] = False
+                dec_set.discard(rid)
+                blocked = False
                 n_dec -= 1
                 sum_ctx -= join_ctx[rid] + (D - join_D[rid]) * E
                 kv_used -= reserved[rid] + b_tok * (join_ctx[rid] - 1 + (D - join_D[rid]) * E)
@@ -412,6 +455,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 kv_used -= reserved[rid] + (0.0 if reserve else b_tok * item[2])
                 finish[rid] = t
                 done += 1
+                blocked = False
                 if closed and issued < n:
                     arrival[issued] = t + delay[issued]
                     heapq.heappush(pending, (arrival[issued], issued))
@@ -426,6 +470,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             sum_ctx += ctx0
             heapq.heappush(heap, (D + math.ceil(remaining[rid] / E), rid, version[rid]))
             running_order.append(rid)
+            if peak:
+                dec_set.add(rid)
+                np_rem[rid], np_jD[rid], np_jc[rid] = remaining[rid], D, ctx0
         ends.append(t)
         times.append(dt)
         seqs_l.append(b)
@@ -443,6 +490,34 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         step_seqs=np.asarray(seqs_l), step_tokens=np.asarray(toks_l),
         step_kv=np.asarray(kv_l), preemptions=preempt,
         host_batches=(lo_b if hi_b else 0, hi_b), prefill_tokens=prefill_tokens)
+
+
+def peak_fits(free: float, left, held) -> bool:
+    """SGLang's KV check for admitting a request that ignores EOS with the radix cache off
+    (``PrefillAdder.add_one_req_ignore_eos``, python/sglang/srt/managers/schedule_policy.py
+    of v0.4.0): ``free`` tokens stay after the new request's prompt; ``left`` and ``held``
+    are, per request (the new one, the decoding ones, the ones prefilling), the tokens it
+    has still to generate and the tokens it holds. Sorted by ``left``, request ``i`` of
+    ``k`` is checked with ``k - i`` requests decoding for the next one's ``left`` steps
+    (its own for the last) after the ``i`` before it have freed what they hold:
+
+        free + sum_{j<i} held_j - left_{i+1} * (k - i) > 0     for every i
+
+    Requests with nothing left to generate take no part."""
+    left = np.asarray(left, dtype=float)
+    held = np.asarray(held, dtype=float)
+    keep = left > 0
+    left, held = left[keep], held[keep]
+    k = len(left)
+    if k == 0:
+        return free > 0
+    order = np.argsort(left, kind="stable")
+    left, held = left[order], held[order]
+    steps = np.empty(k)
+    steps[:-1] = left[1:]
+    steps[-1] = left[-1]
+    freed = np.concatenate(([0.0], np.cumsum(held)[:-1]))
+    return bool(np.all(free + freed - steps * (k - np.arange(k)) > 0))
 
 
 def _can_admit(prefilling, waiting, n_seqs, max_seqs, kv_used, cap, admit_cost, b_tok, prompt,

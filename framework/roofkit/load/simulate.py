@@ -438,15 +438,16 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                      f"{longest_in} (vLLM V0 sets max(max_model_len, 2048))")
         sched["max_num_batched_tokens"] = longest_in
     verify = 1 if spec is None else spec.k + 1
-    rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
-    costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
-                       basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
-                       max_context=longest + 2 * verify, verify=verify, ep=ep,
-                       a2a=fabric.all_to_all(ep) if ep > 1 else None,
-                       engine=spec_e.name if spec_e is not None else None)
     fp = _circuit.footprint(w, d, precision=precision, kv_cache_dtype=kv_cache_dtype,
                             registry=reg, tp=tp, basis=basis)
-    usable = d.memory.capacity * d.memory.usable_fraction
+    frac = spec_e.memory.fraction(tp) if spec_e is not None else None
+    if frac is None:
+        frac = d.memory.usable_fraction
+    else:
+        notes.append(f"{spec_e.name} takes {frac:.0%} of each device's memory for weights and "
+                     f"KV cache at TP {tp} (its static memory fraction), not the device "
+                     f"spec's {d.memory.usable_fraction:.0%}")
+    usable = d.memory.capacity * frac
     # with pp stages a device holds 1/pp of the layers (weights and KV) for all pp virtual
     # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
     cap = usable - fp.weights / pp
@@ -472,6 +473,19 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                      f"({experts * (1 - 1 / ep) / 1e9:.1f} GB fewer), runs its own batch and "
                      "KV, and the routed experts of every rank's tokens; two all-to-alls a "
                      f"MoE layer on {fabric.name}'s links; ranks are taken as evenly loaded")
+    pool = spec_e.scheduler.request_pool if spec_e is not None else None
+    if pool is not None and max_num_seqs is None and fp.kv_per_token > 0 and cap > 0:
+        context = float(w.dims.get("max_context") or longest)
+        sched["max_num_seqs"] = pool.seqs(cap / fp.kv_per_token, context)
+        notes.append(f"{spec_e.name} sizes its request pool from its {cap / fp.kv_per_token:,.0f}"
+                     f"-token KV pool and the {context:,.0f}-token context: at most "
+                     f"{sched['max_num_seqs']} sequences run at once")
+    rows = sched["max_num_batched_tokens"] + sched["max_num_seqs"] * verify
+    costs = step_costs(reg, w, d, tp=tp, precision=precision, kv_cache_dtype=kv_cache_dtype,
+                       basis=basis, max_rows=rows, max_seqs=sched["max_num_seqs"],
+                       max_context=longest + 2 * verify, verify=verify, ep=ep,
+                       a2a=fabric.all_to_all(ep) if ep > 1 else None,
+                       engine=spec_e.name if spec_e is not None else None)
     if pp > 1:
         hidden = w.dims.get("hidden")
         if not hidden:

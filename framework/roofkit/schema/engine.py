@@ -25,10 +25,10 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import MAX_COUNT, count, counts, fraction, quantities, quantity
+from .fields import MAX_COUNT, count, counts, fraction, number, positive, quantities, quantity
 
 Policy = Literal["prefill-first", "decode-first"]
-Admission = Literal["grow", "reserve"]
+Admission = Literal["grow", "reserve", "peak"]
 
 #: what each scheduling policy does when prompts wait and sequences decode
 POLICIES = {
@@ -60,6 +60,23 @@ class LargeDevice:
 
 
 @attrs.frozen
+class RequestPool:
+    """An engine that sizes its request pool from its KV pool (SGLang): with ``K`` KV tokens
+    and a model context of ``L`` tokens, ``min(max(int(K / L * per_context), smallest),
+    largest)`` request slots, and at most ``int(K * kv_fraction)`` sequences running."""
+
+    per_context: float = number(positive(1e9), default=512.0)
+    smallest: int = count(default=2048)
+    largest: int = count(default=4096)
+    kv_fraction: float = fraction(default=0.5)
+
+    def seqs(self, kv_tokens: float, context: float) -> int:
+        pool = min(max(int(kv_tokens / context * self.per_context), self.smallest),
+                   self.largest)
+        return max(1, min(int(kv_tokens * self.kv_fraction), pool))
+
+
+@attrs.frozen
 class SchedulerDefaults(Cited):
     """The scheduler's defaults: sequences and tokens per step, chunking, policy, KV paging."""
 
@@ -72,6 +89,24 @@ class SchedulerDefaults(Cited):
     admission: Admission = "grow"
     preemption: Literal["recompute"] = "recompute"
     large_device: LargeDevice | None = None
+    request_pool: RequestPool | None = None  # max_num_seqs from the KV pool instead
+
+
+@attrs.frozen
+class MemoryDefaults(Cited):
+    """The share of each device's memory the engine takes for its weights and KV cache, by
+    tensor-parallel size: ``static_fraction`` maps the smallest TP size of a band (``"1"``,
+    ``"4"``, ...) to its fraction; the band with the largest key not above the TP size
+    applies (SGLang's ``mem_fraction_static``). Empty: the device spec's usable fraction."""
+
+    static_fraction: dict[str, float] = attrs.field(factory=dict)
+
+    def fraction(self, tp: int) -> float | None:
+        keys = sorted(int(k) for k in self.static_fraction)
+        below = [k for k in keys if k <= tp]
+        if not below:
+            return None
+        return float(self.static_fraction[str(below[-1])])
 
 
 @attrs.frozen
@@ -208,6 +243,7 @@ class EngineSpec:
     sources: dict[str, str] = attrs.field(factory=dict)
     kernels: list[KernelProfile] = attrs.field(factory=list)
     kv_sizing: KvSizing = attrs.field(factory=KvSizing)
+    memory: MemoryDefaults = attrs.field(factory=MemoryDefaults)
 
     def limits(self, device) -> tuple[int, int]:
         """(max_num_seqs, max_num_batched_tokens) the engine picks on ``device``."""
@@ -232,6 +268,19 @@ class EngineSpec:
                         "whole numbers >= 1"))
         if sizes and not self.cuda_graphs.source:
             out.append(("cuda_graphs.source", "say where the captured batch sizes were read"))
+        m = self.memory
+        for k, v in m.static_fraction.items():
+            if not k.isdigit() or int(k) < 1:
+                out.append((f"memory.static_fraction.{k}", "a key is the smallest TP size of its "
+                            "band, a whole number >= 1 (\"1\", \"4\", \"8\")"))
+            elif isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+                out.append((f"memory.static_fraction.{k}", f"a fraction of the device memory "
+                            f"in (0, 1], got {v!r}"))
+        if m.static_fraction and "1" not in m.static_fraction:
+            out.append(("memory.static_fraction", "give the band of TP 1 (key \"1\") so every "
+                        "TP size has a fraction"))
+        if m.static_fraction and not m.source:
+            out.append(("memory.source", "say where the memory fractions were read"))
         h = self.host
         if h.by_batch and h.calibration:
             out.append(("host", "give either by_batch or calibration, not both"))
