@@ -9,8 +9,10 @@ decode worker over the link, ``t_kv = latency + I * kv_bytes_per_token / link_ba
 the prefill worker, reaches the client through the decode worker when that takes the
 request in, at the first step boundary after its KV landed (SGLang's decode server polls
 the transfers between steps and streams a transferred token when it forms the prebuilt
-batch), so TTFT also holds the rest of the decode worker's running step. Speculative decoding verifies
-``k`` drafted tokens per step at ``k + 1`` rows a sequence and yields, per step,
+batch), so TTFT also holds the rest of the decode worker's running step.
+
+Speculative decoding verifies ``k`` drafted tokens per step at ``k + 1`` rows a sequence
+and yields, per step,
 
     E = 1 + sum_{i=1..k} prod_{j<=i} a_j        (a_j: acceptance of draft position j)
 
