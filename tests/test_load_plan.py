@@ -218,3 +218,21 @@ def test_a_trace_sets_the_lengths_and_feeds_the_verification(tmp_path):
 def test_plan_needs_lengths_or_a_trace():
     with pytest.raises(roofkit.RoofkitError, match="input_len and output_len"):
         roofkit.plan("llama-3.1-8b", ["h100"], slo="ttft_p90=1s")
+
+
+def test_a_disaggregated_ttft_waits_for_the_decode_step(result):
+    # TTFT = t_pre + t_kv + t_dec(C) and TPOT = t_dec(C): the first token streams at the
+    # decode worker's step boundary, so TTFT - TPOT = t_pre + t_kv, the same for every
+    # decode layout and concurrency behind one prefill pool (one node: one KV link), while
+    # TPOT itself grows with the concurrency
+    by_pool = {}
+    for r in result.rows:
+        if r["mode"] == "disaggregated":
+            key = (r["precision"], r["prefill_workers"], r["prefill_tp"])
+            by_pool.setdefault(key, []).append(r)
+    spans = [rows for rows in by_pool.values() if len({r["tpot_ms"] for r in rows}) > 1]
+    assert spans
+    for rows in spans:
+        gap = [r["ttft_ms"] - r["tpot_ms"] for r in rows]
+        assert max(gap) - min(gap) == pytest.approx(0.0, abs=1e-9)
+        assert min(gap) > 0

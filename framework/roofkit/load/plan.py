@@ -19,7 +19,8 @@ concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I
                 over the stage boundaries), a device holds weights / pp
     aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
                 TTFT = t_dec + x, output tokens/s = C / TPOT
-    disaggregated: TPOT = t_dec(C) on the decode pool, TTFT = t_pre(I) + t_kv(I),
+    disaggregated: TPOT = t_dec(C) on the decode pool, TTFT = t_pre(I) + t_kv(I) + t_dec(C)
+                (the decode worker streams the first token at its next step boundary),
                 request rate = min(P r_pre, D C / (O t_dec)), tokens/s = rate * O,
                 r_pre = k / t_step(k prompts), k = max(1, token budget // I)
 
@@ -414,18 +415,20 @@ def plan_group(item) -> dict:
                         devices = p * ptp + q * dtp
                         link = fab.kv_link(devices)
                         t_kv = link.latency + (n_in * pl.kv_token + pl.state) / link.bandwidth
-                        ttft = pl.t_pre + t_kv
+                        # the decode worker streams the first token at its next step
+                        # boundary: one decode step at most, as t_dec in the aggregated TTFT
+                        ttft = pl.t_pre + t_kv + dl.t_dec
                         tpot = dl.t_dec
                         rate = np.minimum(p * pl.pre_rate, q * C / (n_out * dl.t_dec))
                         tok_dev = rate * n_out / devices
                         evaluated += len(C)
                         for i, c in enumerate(conc):
-                            why = _miss(dl.kv_ok[i], ttft, tpot[i], slo)
+                            why = _miss(dl.kv_ok[i], ttft[i], tpot[i], slo)
                             if why:
                                 refuse(why)
                                 continue
                             add("disaggregated",
-                                f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp, c, ttft,
+                                f"{p}xTP{ptp} prefill : {q}xTP{dtp} decode", dtp, c, ttft[i],
                                 tpot[i], tok_dev[i], devices, pd=(p, q, ptp, dtp),
                                 ratio=c / (pl.pre_rate * n_out * dl.t_dec[i]))
     return {"rows": rows, "refused": refused, "evaluated": evaluated}

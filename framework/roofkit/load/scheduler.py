@@ -25,6 +25,9 @@ An overlapped host (SGLang's zero-overhead scheduler) forms step ``k`` while ste
 runs, from the requests it has received when step ``k - 2`` returned: a request arriving
 during step ``k - 1`` joins step ``k + 1`` at the earliest (``arrival <= start of step
 k - 1``), one step later than a serial host lets it. An idle engine takes a request at once.
+A decode pool of disaggregated serving streams a request's first token (sampled by the
+prefill pool) when it takes the request in: at the first step boundary after the KV
+landed, ``max(arrival, start of the step taking it - the step before it, when overlapped)``.
 
 The loop keeps O(1) work per step: decode sequences are a heap of their finishing step,
 the running contexts a sum, so a step costs a few float operations and one table lookup
@@ -234,6 +237,12 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 waiting.popleft()
                 kv_used += need
                 reserved[rid] = need if reserve else b_seq
+                if math.isnan(first[rid]):
+                    # its first token (sampled by the prefill pool) is streamed when the
+                    # decode server takes it in, at the first step boundary after its KV
+                    # landed: the end of the step that ran then (``t - lag``; SGLang's
+                    # decode loop streams a prebuilt batch's token when it forms it)
+                    first[rid] = max(arrival[rid], t - lag)
                 in_decode[rid] = True
                 n_dec += 1
                 ctx0 = prompt[rid] + 1.0
@@ -481,8 +490,6 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
 
     if seqs_l:
         lo_b, hi_b = min(seqs_l), max(seqs_l)
-    if cfg.decode_only:
-        first = [a for a in arrival]  # the first token came from the prefill pool
     return Trace(
         arrival=np.asarray(arrival), first_token=np.asarray(first), finish=np.asarray(finish),
         input_len=np.asarray(inp), output_len=np.asarray(out), itl=np.asarray(gaps),

@@ -5,8 +5,14 @@ round-robin), each on ``tp`` devices, with the scheduler of an engine profile
 (``specs/engines``; :mod:`.scheduler`). Disaggregated serving runs a prefill pool and a
 decode pool: a request's prompt is prefilled on a prefill worker, its KV cache moves to a
 decode worker over the link, ``t_kv = latency + I * kv_bytes_per_token / link_bandwidth``
-(counted in TTFT), and the decode worker generates the rest. Speculative decoding verifies
-``k`` drafted tokens per step at ``k + 1`` rows a sequence and yields, per step,
+(counted in TTFT), and the decode worker generates the rest. The first token, sampled by
+the prefill worker, reaches the client through the decode worker when that takes the
+request in, at the first step boundary after its KV landed (SGLang's decode server polls
+the transfers between steps and streams a transferred token when it forms the prebuilt
+batch), so TTFT also holds the rest of the decode worker's running step.
+
+Speculative decoding verifies ``k`` drafted tokens per step at ``k + 1`` rows a sequence
+and yields, per step,
 
     E = 1 + sum_{i=1..k} prod_{j<=i} a_j        (a_j: acceptance of draft position j)
 
@@ -700,7 +706,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                              **common)
         if st.arrival is not None:
             parrival = st.arrival
-            ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+            first_out, ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
         else:
             # a closed loop: client k sends request i + C when request i finished; the two
             # pools are re-run on those arrivals until they no longer move (each pass fixes
@@ -708,7 +714,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             c = st.concurrency
             parrival = np.zeros(len(st))
             for _ in range(len(st) // c + 2):
-                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+                first_out, ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
                 nxt = np.concatenate([np.zeros(min(c, len(st))), finish[:-c] if len(st) > c
                                       else np.zeros(0)])
                 if st.delay is not None:  # each client's think time before its request
@@ -717,9 +723,9 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                     break
                 parrival = nxt
             else:
-                ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
+                first_out, ready, finish, ptr, dtr = _pools(st, parrival, prep, drep, dis, t_kv)
         arrival = parrival
-        first = ready
+        first = first_out
         traces = dtr
         devices = ptp * dis.prefill_workers + dtp * dis.decode_workers
         reps = [prep, drep]
@@ -730,6 +736,9 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             layout["cluster"] = fab.name
         notes.append(f"KV transfer {np.mean(t_kv) * 1e3:.3f} ms mean per request over the "
                      f"{_link_text(dis, fab.kv_link(used))}, counted in TTFT")
+        notes.append(f"first token streamed by the decode worker at its next step boundary, "
+                     f"{np.mean(first_out - ready) * 1e3:.3f} ms mean after the KV landed, "
+                     "counted in TTFT")
         pd_ratio = balance_ratio(ptr, dtr, dis)
         notes.append(f"P:D balance: {pd_ratio:.2f} prefill workers per decode worker keep both "
                      "pools equally busy at this load")
@@ -848,7 +857,8 @@ def lock_step(arrival: np.ndarray) -> int:
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
     """Run the prefill pool on ``arrival`` (request order), move each KV cache, run the
-    decode pool: (ready, finish, prefill traces, decode traces), in request order."""
+    decode pool: (first token at the client, KV landed, finish, prefill traces, decode
+    traces), in request order."""
     n = len(st)
     order = np.argsort(arrival, kind="stable")
     pst = _requests.Stream(st.input_len[order], np.ones(n, dtype=np.int64), arrival[order])
@@ -864,13 +874,17 @@ def _pools(st, arrival, prep, drep, dis, t_kv):
     dst = _requests.Stream(st.input_len[dorder], np.maximum(st.output_len[dorder] - 1, 1),
                            ready[dorder])
     finish = np.empty(n)
+    streamed = np.empty(n)
     dtr = []
     for j in range(min(D, n)):
         tr = run(dst.take(np.arange(j, n, D)), drep.cfg, drep.costs, drep.host)
         finish[dorder[j::D]] = tr.finish
+        streamed[dorder[j::D]] = tr.first_token
         dtr.append(tr)
     finish = np.where(st.output_len > 1, finish, ready)
-    return ready, finish, ptr, dtr
+    # the client's first token: the decode server streams it when it takes the request in
+    first_out = np.where(st.output_len > 1, streamed, ready)
+    return first_out, ready, finish, ptr, dtr
 
 
 def _link(dis, tier):
