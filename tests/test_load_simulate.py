@@ -386,6 +386,32 @@ def test_a_closed_loop_in_lock_step_says_so():
     kw = dict(requests=12, input_len=64, output_len=8, engine="vllm")
     r = simulate("llama-3.1-8b", "h100", concurrency=4, **kw)
     assert any("lock step: up to 4 requests" in n for n in r.notes)
+    # every round is one step of the four prompts: the first round's TTFT is the later ones'
+    t = r.per_request["ttft_s"]
+    assert t[:4] == pytest.approx(t[4:8]) and t[4:8] == pytest.approx(t[8:])
+    ms = f"{t.mean() * 1e3:.0f} ms"
+    assert any(f"TTFT mean {ms} in the first round" in n and f"{ms} after it" in n
+               for n in r.notes)
     # a Poisson stream has no rounds
     p = simulate("llama-3.1-8b", "h100", rate=2.0, **kw)
-    assert not any("lock step" in n for n in p.notes)
+    assert not any("lock step" in n or "self-staggered" in n for n in p.notes)
+
+
+def test_a_self_staggered_closed_loop_says_so():
+    # five 5000-token prompts at t = 0 with an 8192-token budget and no chunking: one prompt
+    # a step, so the first round's TTFTs are 1, 2, 3, 4 and 5 prefills (mean 3); after it each
+    # client's prompt arrives as the previous one's prefill step ends and waits one prefill
+    r = simulate("llama-3.1-8b", "h100", concurrency=5, requests=25, input_len=5000,
+                 output_len=50, engine="tensorrt-llm")
+    t = r.per_request["ttft_s"]
+    one = t[5:].mean()
+    assert t[5:] == pytest.approx(np.full(20, one), rel=0.01)
+    assert t[:5] == pytest.approx(one * np.arange(1, 6), rel=0.02)
+    note = next(n for n in r.notes if "self-staggered" in n)
+    assert f"wait {t[:5].mean() * 1e3:.0f} ms mean TTFT" in note
+    assert f"({one * 1e3:.0f} ms)" in note
+    assert not any("lock step" in n for n in r.notes)
+    # think times drawn per request set the phases themselves: no note
+    j = simulate("llama-3.1-8b", "h100", concurrency=5, requests=25, input_len=5000,
+                 output_len=50, engine="tensorrt-llm", think_time="exp:1s", seed=2)
+    assert not any("self-staggered" in n for n in j.notes)
