@@ -167,6 +167,10 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     # a closed loop's requests wait in ``pending`` (arrival, rid) for their client delay
     delay = [0.0] * n if stream.delay is None else [float(x) for x in stream.delay]
     pending: list = []
+    # the successors sent when a step's requests finish: the engine forms its next step as
+    # that step ends, before a client can take its last token and send again, so they reach
+    # ``pending`` only after that step is formed (they join the one after it at the earliest)
+    resent: list = []
     if closed:
         for _ in range(min(conc, n)):
             arrival[issued] = delay[issued]
@@ -187,6 +191,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             next_req += 1
         while pending and pending[0][0] <= seen:
             waiting.append(heapq.heappop(pending)[1])
+        for item in resent:
+            heapq.heappush(pending, item)
+        resent.clear()
         nxt = arrival[next_req] if next_req < n else (pending[0][0] if pending else None)
         if not waiting and not prefilling and n_dec == 0:
             if nxt is not None:
@@ -377,7 +384,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 done += 1
                 if closed and issued < n:
                     arrival[issued] = t + delay[issued]
-                    heapq.heappush(pending, (arrival[issued], issued))
+                    resent.append((arrival[issued], issued))
                     issued += 1
             # preemption by recompute when the cache overflows
             while not reserve and kv_used > cap and n_dec > 1:
@@ -413,7 +420,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 done += 1
                 if closed and issued < n:
                     arrival[issued] = t + delay[issued]
-                    heapq.heappush(pending, (arrival[issued], issued))
+                    resent.append((arrival[issued], issued))
                     issued += 1
                 continue
             in_decode[rid] = True

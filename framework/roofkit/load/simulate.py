@@ -690,12 +690,11 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             cold, later = rounds_ttft(traces, [s.concurrency for s in dealt])
             after = "" if math.isnan(later) else f", {later * 1e3:.0f} ms after it"
             if k <= 1 and st.delay is None and cold > STAGGERED * later:
-                notes.append(f"closed loop self-staggered: the first round's prompts (every "
-                             f"client's at t = 0) wait {cold * 1e3:.0f} ms mean TTFT, queued "
-                             "behind each other's prefill steps; after it each client's next "
-                             "prompt arrives as the previous one's prefill step ends "
-                             f"({later * 1e3:.0f} ms); clients that keep the first round's "
-                             "burst every round read TTFT near the first round's "
+                notes.append(f"closed loop: the first round's prompts (every client's at "
+                             f"t = 0) wait {cold * 1e3:.0f} ms mean TTFT, queued behind each "
+                             f"other's prefills; the later ones {later * 1e3:.0f} ms, their "
+                             "clients spread apart by that queue; clients that keep the first "
+                             "round's burst every round read TTFT near the first round's "
                              "(docs/load.md, accuracy)")
             if k > 1:
                 notes.append(f"closed loop in lock step: up to {k} requests reach the scheduler "
@@ -806,8 +805,8 @@ def lock_step(arrival: np.ndarray) -> int:
     return int(np.unique(later, return_counts=True)[1].max())
 
 
-#: a closed loop is reported self-staggered when its first round's mean TTFT exceeds the
-#: later requests' by this factor (a reporting threshold for the note, not a model constant)
+#: a closed loop's first-round queue is reported when its first round's mean TTFT exceeds the
+#: later requests' by this factor (a threshold for the note, not a model constant)
 STAGGERED = 1.5
 
 
