@@ -420,3 +420,23 @@ def test_a_closed_loop_successor_misses_the_step_formed_as_its_predecessor_ends(
     j = simulate("llama-3.1-8b", "h100", concurrency=5, requests=25, input_len=5000,
                  output_len=50, engine="tensorrt-llm", think_time="exp:1s", seed=2)
     assert not any("first round's prompts" in n for n in j.notes)
+
+
+def test_rounds_ttft_splits_each_replicas_first_round_from_the_rest():
+    from types import SimpleNamespace
+
+    from roofkit.load.simulate import rounds_ttft
+
+    # replica 1: two clients, TTFTs 0.1 and 0.2 s at t = 0, then 0.1 and 0.3 s; replica 2:
+    # one client, 0.4 s, then 0.1 s: first round (0.1 + 0.2 + 0.4) / 3, later (0.1 + 0.3 +
+    # 0.1) / 3
+    a = SimpleNamespace(arrival=np.array([0.0, 0.0, 1.0, 1.0]),
+                        first_token=np.array([0.1, 0.2, 1.1, 1.3]))
+    b = SimpleNamespace(arrival=np.array([0.0, 2.0]), first_token=np.array([0.4, 2.1]))
+    cold, later = rounds_ttft([a, b], [2, 1])
+    assert cold == pytest.approx(0.7 / 3) and later == pytest.approx(0.5 / 3)
+    # a run of one round (four clients, TTFTs 0.1, 0.2, 0.1, 0.3 s) has no later requests
+    cold, later = rounds_ttft([a], [4])
+    assert cold == pytest.approx(0.7 / 4) and math.isnan(later)
+    with pytest.raises(ValueError):  # a client count per replica
+        rounds_ttft([a, b], [2])
