@@ -21,6 +21,10 @@ An overlapped host (SGLang's zero-overhead scheduler) forms step ``k`` while ste
 runs, from the requests it has received when step ``k - 2`` returned: a request arriving
 during step ``k - 1`` joins step ``k + 1`` at the earliest (``arrival <= start of step
 k - 1``), one step later than a serial host lets it. An idle engine takes a request at once.
+A closed loop's client sends its next request on its last one's final token, after the
+engine has formed the step that follows: that request joins the step after it at the
+earliest (TensorRT-LLM's ``executionLoop`` fetches new requests and launches step ``k + 1``
+as it returns step ``k``'s tokens; vLLM V1's busy loop likewise; docs/load.md).
 
 The loop keeps O(1) work per step: decode sequences are a heap of their finishing step,
 the running contexts a sum, so a step costs a few float operations and one table lookup
