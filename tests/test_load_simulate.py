@@ -416,6 +416,10 @@ def test_a_closed_loop_successor_misses_the_step_formed_as_its_predecessor_ends(
     assert f"wait {t[:5].mean() * 1e3:.0f} ms mean TTFT" in note
     assert f"the later ones {t[5:].mean() * 1e3:.0f} ms" in note
     assert not any("lock step" in n for n in r.notes)
+    # one client: the engine is idle when its request ends and takes the next one at once
+    one = simulate("llama-3.1-8b", "h100", concurrency=1, requests=4, input_len=5000,
+                   output_len=50, engine="tensorrt-llm").per_request["ttft_s"]
+    assert one == pytest.approx(np.full(4, p), rel=0.01)
     # think times drawn per request set the phases themselves: no note
     j = simulate("llama-3.1-8b", "h100", concurrency=5, requests=25, input_len=5000,
                  output_len=50, engine="tensorrt-llm", think_time="exp:1s", seed=2)
