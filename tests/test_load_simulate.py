@@ -386,6 +386,61 @@ def test_a_closed_loop_in_lock_step_says_so():
     kw = dict(requests=12, input_len=64, output_len=8, engine="vllm")
     r = simulate("llama-3.1-8b", "h100", concurrency=4, **kw)
     assert any("lock step: up to 4 requests" in n for n in r.notes)
+    # every round is one step of the four prompts: the first round's TTFT is the later ones'
+    t = r.per_request["ttft_s"]
+    assert t[:4] == pytest.approx(t[4:8]) and t[4:8] == pytest.approx(t[8:])
+    ms = f"{t.mean() * 1e3:.0f} ms"
+    assert any(f"TTFT mean {ms} in the first round" in n and f"{ms} after it" in n
+               for n in r.notes)
     # a Poisson stream has no rounds
     p = simulate("llama-3.1-8b", "h100", rate=2.0, **kw)
-    assert not any("lock step" in n for n in p.notes)
+    assert not any("lock step" in n or "first round" in n for n in p.notes)
+
+
+def test_a_closed_loop_successor_misses_the_step_formed_as_its_predecessor_ends():
+    # five 5000-token prompts at t = 0 with an 8192-token budget and no chunking: one prompt
+    # a step, so the first round's TTFTs are 1, 2, 3, 4 and 5 prefills P (mean 3 P)
+    r = simulate("llama-3.1-8b", "h100", concurrency=5, requests=40, input_len=5000,
+                 output_len=50, engine="tensorrt-llm")
+    t = r.per_request["ttft_s"]
+    p = t[0]
+    assert t[:5] == pytest.approx(p * np.arange(1, 6), rel=0.02)
+    # after it a finished request's successor cannot join the step the engine forms as its
+    # predecessor ends (the client has not had the last token yet): the first of a round
+    # waits that decode step and its prefill, each next one arrives during the previous
+    # one's prefill step and waits it and its own, 2 P; none gets a prefill at once (P)
+    later = t[5:].reshape(-1, 5)
+    assert later[:, 0] == pytest.approx(later[0, 0]) and p * 1.02 < later[0, 0] < p * 1.2
+    assert later[:, 1:] == pytest.approx(np.full((7, 4), 2 * p), rel=0.02)
+    note = next(n for n in r.notes if "first round's prompts" in n)
+    assert f"wait {t[:5].mean() * 1e3:.0f} ms mean TTFT" in note
+    assert f"the later ones {t[5:].mean() * 1e3:.0f} ms" in note
+    assert not any("lock step" in n for n in r.notes)
+    # one client: the engine is idle when its request ends and takes the next one at once
+    one = simulate("llama-3.1-8b", "h100", concurrency=1, requests=4, input_len=5000,
+                   output_len=50, engine="tensorrt-llm").per_request["ttft_s"]
+    assert one == pytest.approx(np.full(4, p), rel=0.01)
+    # think times drawn per request set the phases themselves: no note
+    j = simulate("llama-3.1-8b", "h100", concurrency=5, requests=25, input_len=5000,
+                 output_len=50, engine="tensorrt-llm", think_time="exp:1s", seed=2)
+    assert not any("first round's prompts" in n for n in j.notes)
+
+
+def test_rounds_ttft_splits_each_replicas_first_round_from_the_rest():
+    from types import SimpleNamespace
+
+    from roofkit.load.simulate import rounds_ttft
+
+    # replica 1: two clients, TTFTs 0.1 and 0.2 s at t = 0, then 0.1 and 0.3 s; replica 2:
+    # one client, 0.4 s, then 0.1 s: first round (0.1 + 0.2 + 0.4) / 3, later (0.1 + 0.3 +
+    # 0.1) / 3
+    a = SimpleNamespace(arrival=np.array([0.0, 0.0, 1.0, 1.0]),
+                        first_token=np.array([0.1, 0.2, 1.1, 1.3]))
+    b = SimpleNamespace(arrival=np.array([0.0, 2.0]), first_token=np.array([0.4, 2.1]))
+    cold, later = rounds_ttft([a, b], [2, 1])
+    assert cold == pytest.approx(0.7 / 3) and later == pytest.approx(0.5 / 3)
+    # a run of one round (four clients, TTFTs 0.1, 0.2, 0.1, 0.3 s) has no later requests
+    cold, later = rounds_ttft([a], [4])
+    assert cold == pytest.approx(0.7 / 4) and math.isnan(later)
+    with pytest.raises(ValueError):  # a client count per replica
+        rounds_ttft([a, b], [2])

@@ -29,6 +29,11 @@ A decode pool of disaggregated serving streams a request's first token (sampled 
 prefill pool) when it takes the request in: at the first step boundary after the KV
 landed, ``max(arrival, start of the step taking it - the step before it, when overlapped)``.
 
+A closed loop's client sends its next request on its last one's final token, after the
+engine has formed the step that follows: that request joins the step after it at the
+earliest (TensorRT-LLM's ``executionLoop`` fetches new requests and launches step ``k + 1``
+as it returns step ``k``'s tokens; vLLM V1's busy loop likewise; docs/load.md).
+
 The loop keeps O(1) work per step: decode sequences are a heap of their finishing step,
 the running contexts a sum, so a step costs a few float operations and one table lookup
 per term. Speculative decoding generates ``tokens_per_step`` tokens per sequence per step
@@ -184,6 +189,10 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     # a closed loop's requests wait in ``pending`` (arrival, rid) for their client delay
     delay = [0.0] * n if stream.delay is None else [float(x) for x in stream.delay]
     pending: list = []
+    # the successors sent when a step's requests finish: the engine forms its next step as
+    # that step ends, before a client can take its last token and send again, so they reach
+    # ``pending`` only after that step is formed (they join the one after it at the earliest)
+    resent: list = []
     if closed:
         for _ in range(min(conc, n)):
             arrival[issued] = delay[issued]
@@ -220,6 +229,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
             next_req += 1
         while pending and pending[0][0] <= seen:
             waiting.append(heapq.heappop(pending)[1])
+        for item in resent:
+            heapq.heappush(pending, item)
+        resent.clear()
         nxt = arrival[next_req] if next_req < n else (pending[0][0] if pending else None)
         if not waiting and not prefilling and n_dec == 0:
             if nxt is not None:
@@ -428,7 +440,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 done += 1
                 if closed and issued < n:
                     arrival[issued] = t + delay[issued]
-                    heapq.heappush(pending, (arrival[issued], issued))
+                    resent.append((arrival[issued], issued))
                     issued += 1
             # preemption by recompute when the cache overflows
             while not reserve and kv_used > cap and n_dec > 1:
@@ -467,7 +479,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                 blocked = False
                 if closed and issued < n:
                     arrival[issued] = t + delay[issued]
-                    heapq.heappush(pending, (arrival[issued], issued))
+                    resent.append((arrival[issued], issued))
                     issued += 1
                 continue
             in_decode[rid] = True

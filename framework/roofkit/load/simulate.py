@@ -681,7 +681,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     if dis is None:
         fab.check(tp * pp * ep * dp, f"tp {tp} x pp {pp} x ep {ep} x dp {dp}")
         rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, ep=ep, **common)
-        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in _deal(st, dp * pp * ep)]
+        dealt = _deal(st, dp * pp * ep)
+        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in dealt]
         arrival = np.concatenate([tr.arrival for tr in traces])
         first = np.concatenate([tr.first_token for tr in traces])
         finish = np.concatenate([tr.finish for tr in traces])
@@ -747,12 +748,22 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         out_len = np.concatenate([tr.output_len for tr in traces])
         if st.arrival is None:
             k = max(lock_step(tr.arrival) for tr in traces)
+            cold, later = rounds_ttft(traces, [s.concurrency for s in dealt])
+            after = "" if math.isnan(later) else f", {later * 1e3:.0f} ms after it"
+            if k <= 1 and st.delay is None and cold > STAGGERED * later:
+                notes.append(f"closed loop: the first round's prompts (every client's at "
+                             f"t = 0) wait {cold * 1e3:.0f} ms mean TTFT, queued behind each "
+                             f"other's prefills; the later ones {later * 1e3:.0f} ms, their "
+                             "clients spread apart by that queue; clients that keep the first "
+                             "round's burst every round read TTFT near the first round's "
+                             "(docs/load.md, accuracy)")
             if k > 1:
                 notes.append(f"closed loop in lock step: up to {k} requests reach the scheduler "
                              "at one instant after the first round (prompts prefilled in one "
                              "step finish in one step and their clients resend together); "
-                             "real clients drift apart, so the TTFT can read high "
-                             "(docs/load.md, accuracy)")
+                             f"TTFT mean {cold * 1e3:.0f} ms in the first round (every "
+                             f"client's first prompt at t = 0){after}; real clients drift "
+                             "apart, so the TTFT can read high (docs/load.md, accuracy)")
     else:
         in_len, out_len = st.input_len, st.output_len
     ttft = first - arrival
@@ -853,6 +864,24 @@ def lock_step(arrival: np.ndarray) -> int:
     if not len(later):
         return 0
     return int(np.unique(later, return_counts=True)[1].max())
+
+
+#: a closed loop's first-round queue is reported when its first round's mean TTFT exceeds the
+#: later requests' by this factor (a threshold for the note, not a model constant)
+STAGGERED = 1.5
+
+
+def rounds_ttft(traces, concurrency) -> tuple[float, float]:
+    """A closed loop's mean TTFT (s) over its first round (the first ``c`` requests of each
+    trace, sent together at the start) and over the requests after it (NaN: none), for the
+    traces of its replicas and their client counts ``concurrency``."""
+    first, rest = [], []
+    for tr, c in zip(traces, concurrency, strict=True):
+        t = tr.first_token - tr.arrival
+        first.append(t[:c])
+        rest.append(t[c:])
+    a, b = np.concatenate(first), np.concatenate(rest)
+    return float(a.mean()), float(b.mean()) if len(b) else math.nan
 
 
 def _pools(st, arrival, prep, drep, dis, t_kv):
