@@ -25,7 +25,8 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import MAX_COUNT, count, counts, fraction, number, positive, quantities, quantity
+from .fields import (MAX_COUNT, Range, count, counts, fraction, number, numbers, positive,
+                     quantities, quantity)
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve", "peak"]
@@ -99,7 +100,8 @@ class MemoryDefaults(Cited):
     ``"4"``, ...) to its fraction; the band with the largest key not above the TP size
     applies (SGLang's ``mem_fraction_static``). Empty: the device spec's usable fraction."""
 
-    static_fraction: dict[str, float] = attrs.field(factory=dict)
+    static_fraction: dict[str, float] = numbers(Range(0.0, 1.0, low_open=True),
+                                                doc="fraction of each device's memory, by TP band")
 
     def fraction(self, tp: int) -> float | None:
         keys = sorted(int(k) for k in self.static_fraction)
