@@ -32,4 +32,9 @@ def validate_energy(args, reg) -> int:
               f"{med['power']:.1%} (the power model); meter: gpu boards or the node; run: "
               "a static serve batch, or the load simulator's steady state (continuous "
               "batching as the run was served)")
+    causes = [(r["case"], r["per_op_error"], r["cause"]) for r in report["rows"] if r["cause"]]
+    if causes:
+        print("\ncauses (the case specs' own lines):")
+        for name, err, cause in causes:
+            print(f"  {name} ({err:+.1%}): {cause}")
     return 0
