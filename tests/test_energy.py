@@ -2,6 +2,7 @@
 
 import types
 
+import attrs
 import pytest
 
 from roofkit import energy, energy_cases
@@ -149,6 +150,9 @@ def test_published_energy_cases_median_errors():
     assert sum(r["power_error"] is not None for r in rows) == 22
     assert med["power"] == pytest.approx(0.058, abs=0.02) and med["power"] <= 0.15
     assert med["itl"] == pytest.approx(0.275, abs=0.02)
+    # had the steps taken the measured ITL the per-op power would read 14 % off (median):
+    # the small power part is partly the short steps' doing (docs/energy.md)
+    assert med["power_at_measured_itl"] == pytest.approx(0.143, abs=0.02)
     # the 22 runs served with continuous batching are costed on the load path
     assert sum(r["run"] == "load" for r in rows) == 22
     # every case the per-op model misses by more than 35 % says why, in its own spec
@@ -344,3 +348,21 @@ def test_json_gives_the_power_limited_times_beside_the_roofline_times():
     t = float(dec.time_power_limited)
     assert t > float(dec.time)
     assert float(dec.energy_measured_model) == pytest.approx(1000.0 * t)
+
+
+def test_power_at_the_measured_itl_spreads_the_same_dynamic_energy():
+    case = next(c for c in energy_cases.load_cases()
+                if c.name == "mlenergy_v3_llama318b_b200_tp1_bs64")
+    # a 4 ms step at 1000 W holds (1000 - 210.8) W x 4 ms = 3.157 J of dynamic energy; over
+    # 9 ms at the 210.8 W static power that is 210.8 + 789.2 x 4 / 9 = 561.5 W
+    p = {"power_w": 1000.0, "itl_ms": 4.0}
+    c = attrs.evolve(case, measured_itl_ms=9.0)
+    assert energy_cases._power_at_itl(c, p) == pytest.approx(210.8 + 789.2 * 4.0 / 9.0)
+    # the report's column is that figure against the run's measured power
+    row = energy_cases.run([case])["rows"][0]
+    got = energy_cases.predict(case)
+    want = energy_cases._power_at_itl(case, got) / case.measured_power_w - 1.0
+    assert row["power_at_measured_itl_error"] == pytest.approx(want)
+    # a case without a measured ITL has no such figure
+    assert energy_cases.run([attrs.evolve(case, measured_itl_ms=None)])["rows"][0][
+        "power_at_measured_itl_error"] is None
