@@ -19,7 +19,11 @@ time). The TDP model takes the same steps at their own times.
 A case says what its meter saw (``scope``: ``gpu`` boards only, or ``node`` at the wall) and
 may give the run's measured median ITL and per-device average power beside its metric; the
 report then splits the miss into its time part and its power part (``itl_error``,
-``power_error``, per-op model).
+``power_error``, per-op model), and gives the per-op power had the steps taken the measured
+ITL (``power_at_measured_itl_error``: the same dynamic energy a step, spread over the
+measured step), which says whether the power model holds once the time is right. A case
+may carry a one-line ``cause``: the mechanism of its miss with its numbers (every case whose
+per-op ``|error|`` is above 35 % carries one).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ __all__ = ["EnergyCase", "load_cases", "predict", "run"]
 METRICS = ("j_per_token", "power_w")
 SCOPES = ("gpu", "node")
 _OPTIONAL = ("engine", "tp", "scope", "measured_itl_ms", "measured_power_w", "max_num_seqs",
-             "max_num_batched_tokens", "num_requests", "output_len_bins", "output_len_counts")
+             "max_num_batched_tokens", "num_requests", "output_len_bins", "output_len_counts",
+             "cause")
 _CONTINUOUS = ("max_num_seqs", "max_num_batched_tokens", "num_requests")
 _KEYS = ("name", "workload", "device", "batch", "input_len", "output_len", "metric",
          "measured", "url", "quote")
@@ -71,6 +76,7 @@ class EnergyCase:
     num_requests: int | None = None
     output_len_bins: tuple | None = None  # histogram edges of the run's output lengths
     output_len_counts: tuple | None = None  # requests per bin
+    cause: str = ""  # one line on why the per-op prediction misses, where known
 
 
 def load_cases(folder: Path | None = None) -> list[EnergyCase]:
@@ -102,6 +108,9 @@ def load_cases(folder: Path | None = None) -> list[EnergyCase]:
                             "figure (scope = \"gpu\")")
         if data["metric"] == "power_w" and "measured_power_w" in data:
             raise SpecError(f"{path}: measured_power_w repeats a power_w metric; drop it")
+        if not isinstance(data.get("cause", ""), str):
+            raise SpecError(f"{path}: cause must be one line of text naming the mechanism "
+                            "of the miss, with its numbers")
         for key in ("measured_itl_ms", "measured_power_w"):
             if key in data and not 0.0 < float(data[key]) < 1e12:
                 raise SpecError(f"{path}: {key} must be a finite number > 0")
@@ -244,6 +253,17 @@ def predict(case: EnergyCase, registry=None) -> dict:
             "itl_ms": itl * 1e3, "power_w": e / (e2e * case.tp), "run": "serve"}
 
 
+def _power_at_itl(case: EnergyCase, p: dict) -> float:
+    """The per-op power had the run's steps taken its measured ITL: the same dynamic energy
+    a step (``P - P_static`` over the predicted ITL) spread over the measured one, at static
+    power besides, ``P_static + (P - P_static) * itl_pred / itl_measured``; the predicted
+    power where the device has no per-op constants."""
+    c = energy.constants(case.device)
+    if c is None:
+        return p["power_w"]
+    return c.p_busy + (p["power_w"] - c.p_busy) * p["itl_ms"] / case.measured_itl_ms
+
+
 def run(cases=None, registry=None) -> dict:
     """Rows per case and the median absolute error of each model (``per_op``, ``tdp``), and of
     the per-op miss's time and power parts (``itl``, ``power``) where cases measured them."""
@@ -255,14 +275,18 @@ def run(cases=None, registry=None) -> dict:
                "per_op": p["per_op"], "tdp": p["tdp"], "model": p["model"],
                "per_op_error": p["per_op"] / case.measured - 1.0,
                "tdp_error": p["tdp"] / case.measured - 1.0,
-               "itl_error": None, "power_error": None}
+               "itl_error": None, "power_error": None, "power_at_measured_itl_error": None,
+               "cause": case.cause}
         if case.measured_itl_ms is not None:
             row["itl_error"] = p["itl_ms"] / case.measured_itl_ms - 1.0
         if case.measured_power_w is not None:
             row["power_error"] = p["power_w"] / case.measured_power_w - 1.0
+            row["power_at_measured_itl_error"] = _power_at_itl(case, p) / \
+                case.measured_power_w - 1.0 if case.measured_itl_ms is not None else None
         rows.append(row)
     med = {m: statistics.median(abs(r[f"{m}_error"]) for r in rows) for m in ("per_op", "tdp")}
-    for part in ("itl", "power"):  # the per-op miss split, over the cases that measured it
+    # the per-op miss split, over the cases that measured it
+    for part in ("itl", "power", "power_at_measured_itl"):
         vals = [abs(r[f"{part}_error"]) for r in rows if r[f"{part}_error"] is not None]
         med[part] = statistics.median(vals) if vals else None
     return {"rows": rows, "median_abs_error": med}

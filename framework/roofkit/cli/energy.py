@@ -17,12 +17,13 @@ def validate_energy(args, reg) -> int:
 
     rows = [[r["case"], r["metric"], f"{r['measured']:.4g}", f"{r['per_op']:.4g}",
              f"{r['per_op_error']:+.1%}", f"{r['tdp']:.4g}", f"{r['tdp_error']:+.1%}", r["model"],
-             pct(r["itl_error"]), pct(r["power_error"]), r["scope"], r["run"]]
+             pct(r["itl_error"]), pct(r["power_error"]),
+             pct(r.get("power_at_measured_itl_error")), r["scope"], r["run"]]
             for r in report["rows"]]
     headers = ["case", "metric", "measured", "per-op", "err", "tdp", "err", "model",
-               "itl err", "power err", "meter", "run"]
+               "itl err", "power err", "power@itl", "meter", "run"]
     print(common.markdown_table(rows, headers) if args.markdown else
-          common.table(rows, headers, "llrrrrrlrrll"))
+          common.table(rows, headers, "llrrrrrlrrrll"))
     med = report["median_abs_error"]
     print(f"\nerror = predicted / measured - 1; median |error|: per-op {med['per_op']:.1%}, "
           f"TDP model {med['tdp']:.1%} over {len(rows)} cases (docs/energy.md)")
@@ -31,5 +32,12 @@ def validate_energy(args, reg) -> int:
               f"|itl err| {med['itl']:.1%} (the time model), median |power err| "
               f"{med['power']:.1%} (the power model); meter: gpu boards or the node; run: "
               "a static serve batch, or the load simulator's steady state (continuous "
-              "batching as the run was served)")
+              "batching as the run was served); power@itl: the per-op power error had the "
+              "steps taken the measured ITL (the same dynamic energy a step), median "
+              f"|error| {med['power_at_measured_itl']:.1%}")
+    causes = [(r["case"], r["per_op_error"], r["cause"]) for r in report["rows"] if r["cause"]]
+    if causes:
+        print("\ncauses (the case specs' own lines):")
+        for name, err, cause in causes:
+            print(f"  {name} ({err:+.1%}): {cause}")
     return 0
