@@ -29,7 +29,8 @@ ASYNC_PEAK_8B = 67_108_864 + 262_668_288                       # = 329,777,152 B
     ("l4", 23_570_219_008),
     ("rtx-4090", 25_386_352_640),
     ("rtx-5090", 33_677_180_928),
-    ("h200", 143771 * MIB),                   # nvidia-smi's total (150.75e9 B)
+    ("h200", 143156 * MIB),                   # torch's total_memory=143156MB (150.11e9 B)
+    ("b200", 182642 * MIB),                   # torch's total_memory=182642MB (191.51e9 B)
     ("mi300x", 192 * GIB),
     ("mi325x", 256 * GIB),
     ("mi355x", 288 * GIB),
@@ -47,7 +48,8 @@ def test_the_runtime_totals_sit_where_the_datasheets_do_not(registry):
 
 
 def test_every_changed_capacity_cites_its_runtime_source(registry):
-    for name, key in (("h100-sxm", "runtime"), ("h200", "runtime"), ("rtx-4090", "runtime"),
+    for name, key in (("h100-sxm", "runtime"), ("h200", "runtime"), ("b200", "runtime"),
+                      ("rtx-4090", "runtime"),
                       ("mi325x", "rocm_specs"), ("mi355x", "rocm_specs")):
         d = registry.device(name)
         assert d.provenance["memory.capacity"].startswith(f"{key}:"), name
