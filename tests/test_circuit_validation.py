@@ -298,13 +298,16 @@ def test_the_cli_says_when_a_step_does_not_fit_and_by_how_much(capsys):
     assert main(["decode", "llama-3.1-70b", "h100", "--batch", "64", "--context",
                  "2048"]) == 0
     out = capsys.readouterr().out
-    assert "DOES NOT FIT" in out and "short by 112.1 GB" in out
-    assert "needs 184.1 GB of h100-sxm's usable 72 GB" in out
+    # usable 0.9 x 85,045,477,376 B (the H100's CUDA total) = 76.54 GB; 184.1 - 76.5 = 107.5
+    assert "DOES NOT FIT" in out and "short by 107.5 GB" in out
+    assert "needs 184.1 GB of h100-sxm's usable 76.54 GB" in out
     assert main(["decode", "llama-3.1-70b", "h100", "--batch", "64", "--context", "2048",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["memory"]["fits"] is False
-    assert d["memory"]["margin_bytes"] == pytest.approx(-112.06e9, rel=1e-3)
+    # -112.06 GB against 0.9 x 80e9 B; the 4.54 GB more of 0.9 x 85,045,477,376 B
+    assert d["memory"]["margin_bytes"] == pytest.approx(-112.06e9 + (0.9 * 85_045_477_376 - 72e9),
+                                                        rel=1e-3)
     assert main(["decode", "llama-3.1-8b", "h100", "--batch", "4"]) == 0
     out = capsys.readouterr().out
     assert "DOES NOT FIT" not in out and "to spare" in out

@@ -115,7 +115,8 @@ def test_show_json_gives_nested_tables_their_source_url(capsys):
     _, out, _ = run(capsys, "show", "h100", "--json")
     d = json.loads(out)
     datasheet = d["sources"]["datasheet"]
-    assert d["memory"]["capacity"]["source_url"] == datasheet
+    assert d["memory"]["capacity"]["source_url"] == d["sources"]["runtime"]
+    assert d["memory"]["bandwidth"]["source_url"] == datasheet
     assert d["power"]["tdp"]["source_url"] == datasheet
     assert d["sram"]["capacity"]["source_url"] == d["sources"]["whitepaper"]
     assert d["interconnect"]["latency"]["source_url"] == d["sources"]["nccl_latency"]

@@ -123,13 +123,11 @@ def test_the_kv_cache_is_the_memory_fraction_less_the_weights(registry):
                                 basis="calibrated").weights
     sgl = simulate.build_replica(registry, w, d, engine="sglang", **kw)
     vllm = simulate.build_replica(registry, w, d, engine="vllm", **kw)
-    # 80 GB x 0.88 (SGLang at TP 1) and x 0.9 (the device spec's usable fraction), vLLM V1
-    # less its profiling pass's peak (specs/engines/vllm-v1.toml [kv_sizing])
-    cfg = vllm.cfg
-    peak = simulate.profile_peak(w, cfg.max_num_batched_tokens, cfg.max_num_seqs)
-    assert peak > 0
-    assert sgl.cfg.kv_capacity == pytest.approx(80e9 * 0.88 - weights)
-    assert vllm.cfg.kv_capacity == pytest.approx(80e9 * 0.9 - weights - peak)
+    # the H100's runtime total, 85,045,477,376 B, x 0.88 (SGLang at TP 1) and x 0.9 (the
+    # device spec's usable fraction); vllm (vllm-v1) also takes its profiling pass's peak at
+    # 8192 tokens and 1024 sequences: 8192 x 4096 x 2 B + 1024 x 128256 x 16 B = 2,168,455,168 B
+    assert sgl.cfg.kv_capacity == pytest.approx(85_045_477_376 * 0.88 - weights)
+    assert vllm.cfg.kv_capacity == pytest.approx(85_045_477_376 * 0.9 - weights - 2_168_455_168)
     assert any("88% of each device's memory" in n for n in sgl.notes)
 
 

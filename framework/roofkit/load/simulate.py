@@ -458,7 +458,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     # engines: each engine's share, in whole-model KV bytes, is usable - weights / pp
     cap = usable - fp.weights / pp
     if spec_e is not None and spec_e.kv_sizing.profile_run:
-        peak = profile_peak(w, sched["max_num_batched_tokens"], sched["max_num_seqs"])
+        peak = profile_peak(w, sched["max_num_batched_tokens"], sched["max_num_seqs"],
+                            spec_e.kv_sizing.sampler_logit_bytes)
         if peak is None:
             notes.append(f"{spec_e.name} sizes its KV cache after a profiling pass; "
                          f"{w.name} has no 'hidden' or 'vocab' dim, so its peak is not "
@@ -544,12 +545,12 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
     return Replica(costs, host, cfg, tuple(notes))
 
 
-def profile_peak(w, tokens: int, seqs: int) -> float | None:
+def profile_peak(w, tokens: int, seqs: int, logit_bytes: float = 16.0) -> float | None:
     """A lower bound of the activation peak of vLLM V1's profiling pass on one device
     (bytes), which its KV cache is sized without (``[kv_sizing] profile_run``):
 
         forward  = 2 * N * hidden * 2 B
-        sampler  = N * hidden * 2 B + R * vocab * 16 B
+        sampler  = N * hidden * 2 B + R * vocab * L
         peak     = max(forward, sampler),   N = max_num_batched_tokens, R = min(N, max_num_seqs)
 
     The forward term is the two 16-bit ``[N, hidden]`` tensors every decoder layer holds
@@ -558,15 +559,17 @@ def profile_peak(w, tokens: int, seqs: int) -> float | None:
     there are left out. The sampler term is the warm-up's: the pass's hidden states are still
     referenced while ``_dummy_sampler_run`` samples ``R`` requests with top-p 0.9 over the
     whole (all-gathered) vocabulary, whose ``apply_top_k_top_p`` holds the float32 logits,
-    their sorted copy and its int64 indices at once (4 + 4 + 8 B an entry; the 16-bit logits,
-    the top-p cumulative sum, its mask and the re-scattered logits also live and are left
-    out). Non-torch memory (communication buffers) is not counted. None without the dims."""
+    their sorted copy and its int64 indices at once (L = 4 + 4 + 8 = 16 B an entry; the
+    16-bit logits, the top-p cumulative sum, its mask and the re-scattered logits also live
+    and are left out). A sampler that does not sort (``[kv_sizing] sampler_logit_bytes = 2``:
+    FlashInfer's on CUDA) is held to the 16-bit logits the model returns, L = 2 B. Non-torch
+    memory (communication buffers) is not counted. None without the dims."""
     hidden, vocab = w.dims.get("hidden"), w.dims.get("vocab")
     if not hidden or not vocab:
         return None
     n, r = float(tokens), float(min(tokens, seqs))
     forward = 2.0 * n * hidden * 2.0
-    sampler = n * hidden * 2.0 + r * vocab * 16.0
+    sampler = n * hidden * 2.0 + r * vocab * float(logit_bytes)
     return max(forward, sampler)
 
 

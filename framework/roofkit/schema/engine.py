@@ -225,9 +225,15 @@ class KvSizing(Cited):
     of ``max_num_batched_tokens`` tokens (and a sampler warm-up of ``min(tokens,
     max_num_seqs)`` requests) before allocating the cache, and gives the cache its memory
     share less the weights and that pass's peak (vLLM V1); the load simulator then subtracts
-    a lower bound of the peak (:func:`roofkit.load.simulate.profile_peak`)."""
+    a lower bound of the peak (:func:`roofkit.load.simulate.profile_peak`).
+    ``sampler_logit_bytes``: the bytes an entry of the warm-up's ``[requests, vocab]`` logits
+    that the bound counts: 16 where the sampler sorts them (float32 logits, their sorted copy
+    and its int64 indices: vLLM's PyTorch-native top-k/top-p), 2 where only the 16-bit logits
+    the model returns are certain to live (a sampler that does not sort, such as FlashInfer's
+    on CUDA)."""
 
     profile_run: bool = False
+    sampler_logit_bytes: float = 16.0
 
 
 @attrs.frozen
@@ -294,6 +300,10 @@ class EngineSpec:
         if self.kv_sizing.profile_run and not (self.kv_sizing.source and self.kv_sizing.where):
             out.append(("kv_sizing.source", "profile_run = true needs its source and where: "
                         "the engine code that sizes the KV cache after a profiling pass"))
+        if not 0 < self.kv_sizing.sampler_logit_bytes <= 64:
+            out.append(("kv_sizing.sampler_logit_bytes", "the bytes a logit entry of the sampler "
+                        "warm-up holds, in (0, 64]: 16 for a sorting sampler (float32 logits, "
+                        f"sorted copy, int64 indices), got {self.kv_sizing.sampler_logit_bytes}"))
         if version_key(self.version) == ():
             out.append(("version", f"a version such as \"0.6\", got {self.version!r}"))
         for i, k in enumerate(self.kernels):

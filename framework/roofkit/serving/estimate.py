@@ -26,7 +26,11 @@ Memory per device is the circuit's footprint of one of ``tp`` shards:
 ``weights + B * (kv(context) + state)``; it fits when that is within the device's usable
 memory (capacity * usable_fraction). The largest batch that fits at a context is
 ``floor((usable - weights) / (kv(context) + state))``. Activations, workspaces and the
-runtime's own memory beyond the usable fraction are not counted.
+runtime's own memory beyond the usable fraction are not counted, except where the engine
+profile sizes its KV cache after a profiling pass (``[kv_sizing] profile_run``, vLLM V1):
+then usable is less the lower bound of that pass's peak the load simulator also takes
+(:func:`roofkit.load.simulate.profile_peak`, at the profile's token and sequence limits on
+the device), and the estimate's notes say so.
 """
 
 from __future__ import annotations
@@ -341,6 +345,31 @@ def _footprint(s: Config) -> Footprint:
     return _circuit.footprint(s.workload, s.device, **kw)
 
 
+def usable_memory(reg, w, d, engine: str | None) -> tuple[float, str | None]:
+    """One device's memory for weights and KV, ``capacity * usable_fraction``, less the
+    profiling peak when ``engine``'s profile sizes its KV cache after a profiling pass
+    (``[kv_sizing] profile_run``); with the note that says which (None without a peak)."""
+    usable = d.memory.capacity * d.memory.usable_fraction
+    if not engine:
+        return usable, None
+    from ..circuit.kernels import engine_spec
+    from ..load.simulate import profile_peak
+
+    spec = engine_spec(reg, engine)
+    if spec is None or not spec.kv_sizing.profile_run:
+        return usable, None
+    seqs, toks = spec.limits(d)
+    peak = profile_peak(w, toks, seqs, spec.kv_sizing.sampler_logit_bytes)
+    if peak is None:
+        return usable, (f"{spec.name} sizes its KV cache after a profiling pass; {w.name} has "
+                        "no 'hidden' or 'vocab' dim, so its peak is not taken from the usable "
+                        "memory of the fit check")
+    return usable - peak, (f"fit check: {spec.name} sizes its KV cache after a profiling pass "
+                           f"of {toks} tokens ({min(toks, seqs)} sequences in its sampler "
+                           f"warm-up): at least {peak / 1e9:.2f} GB a device taken from the "
+                           f"usable {usable / 1e9:.2f} GB (a lower bound of that pass's peak)")
+
+
 def _matmul_slot(est) -> str:
     """The slot of the weight matmuls that do most of a step's FLOPs."""
     best, slot = -1.0, ""
@@ -428,7 +457,9 @@ def estimate(workload, device, *, batch: int = 1, input_len: int = 128, output_l
         notes += [n for n in dec.notes if n not in notes]
     e2e = ttft + float(itl.sum())
     fp = _footprint(s)
-    usable = d.memory.capacity * d.memory.usable_fraction
+    usable, fit_note = usable_memory(reg, w, d, engine)
+    if fit_note:
+        notes.append(fit_note)
     est = ServingEstimate(
         workload=w.name, device=d.name, basis=basis, basis_detail=pre.basis,
         provenance=dict(roof.provenance), batch=batch, input_len=input_len,
@@ -487,7 +518,7 @@ def max_load(workload, device, *, input_len: int, output_len: int, tp: int = 1,
                   _positive_int("tp", tp), engine, engine_version)
     fp = _footprint(s)
     d = s.device
-    usable = d.memory.capacity * d.memory.usable_fraction
+    usable, _ = usable_memory(s.reg, s.workload, d, engine)
     mean_ctx = input_len + (output_len if admission == "reserve" else math.ceil(output_len / 2))
     free = usable - fp.weights
     per = float(fp.kv_bytes(float(mean_ctx))) + fp.state_per_seq
