@@ -182,11 +182,12 @@ def test_the_async_profile_hides_the_host_time_behind_the_device():
 def test_the_mlenergy_v3_runs_use_the_async_profile():
     """Their configs say async-scheduling: true (the 8B H100 one read at ml-energy/benchmark
     0b961c75: configs/vllm/lm-arena-chat/meta-llama/Llama-3.1-8B-Instruct/H100/
-    monolithic.config.yaml)."""
+    monolithic.config.yaml); 22 runs: the 21 of the v3 tables and the 8B H100 max_num_seqs 64
+    row of the leaderboard data (docs/energy.md, 'The two served 8B H100 cases')."""
     from roofkit import energy_cases
 
     runs = [c for c in energy_cases.load_cases() if c.max_num_seqs]
-    assert len(runs) == 21
+    assert len(runs) == 22
     assert {c.engine for c in runs} == {"vllm-v1-async"}
 
 

@@ -233,7 +233,8 @@ class KvSizing(Cited):
     on CUDA)."""
 
     profile_run: bool = False
-    sampler_logit_bytes: float = 16.0
+    sampler_logit_bytes: float = number(positive(64.0), default=16.0,
+                                        doc="bytes a logit entry of the sampler warm-up holds")
 
 
 @attrs.frozen
