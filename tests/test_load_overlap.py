@@ -4,36 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from load_fakes import ConstantCosts
 
 from roofkit.load.host import HostTable
 from roofkit.load.requests import Stream
 from roofkit.load.scheduler import EngineConfig, run
-
-PREFILL, DECODE = 0.030, 0.010  # seconds: every prefill step, every decode step
-
-
-class _Attn:
-    def __init__(self, dense):
-        self.dense = dense
-        self.t = [[0.0, 0.0]] * (dense + 1)
-
-
-class _Costs:
-    """Constant step times: a prefill step PREFILL, a decode step DECODE."""
-
-    verify = 1
-    max_seqs = 16
-
-    def __init__(self, dense):
-        self.attn_decode = _Attn(dense)
-        self.ctx_grid = [0.0, 1e6]
-        self.decode_fixed = [DECODE] * 17
-
-    def device_time(self, n_decode, mean_context, chunks=(), samples=None, pad=None):
-        return PREFILL
-
-    def decode_time(self, n, c, pad):
-        return DECODE
 
 
 def _first_tokens(overlap, dense, arrivals, outputs):
@@ -45,7 +20,7 @@ def _first_tokens(overlap, dense, arrivals, outputs):
                      overlap=overlap)
     stream = Stream(input_len=np.array([100] * len(arrivals)), output_len=np.array(outputs),
                     arrival=np.array(arrivals, dtype=float))
-    trace = run(stream, cfg, _Costs(dense), host)
+    trace = run(stream, cfg, ConstantCosts(dense), host)
     return trace.first_token - trace.arrival
 
 
@@ -73,7 +48,7 @@ def _decode_pool(overlap, arrivals, outputs):
                      overlap=overlap)
     stream = Stream(input_len=np.array([100] * len(arrivals)), output_len=np.array(outputs),
                     arrival=np.array(arrivals, dtype=float))
-    return run(stream, cfg, _Costs(16), host)
+    return run(stream, cfg, ConstantCosts(16), host)
 
 
 @pytest.mark.parametrize("overlap", [False, True])

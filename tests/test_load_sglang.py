@@ -6,13 +6,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 import pytest
+from load_fakes import ConstantCosts
 
 from roofkit.load.host import HostTable
 from roofkit.load.requests import Stream
 from roofkit.load.scheduler import EngineConfig, peak_fits, run
 from roofkit.schema.engine import MemoryDefaults
-
-PREFILL, DECODE = 0.030, 0.010  # seconds: every prefill step, every decode step
 
 
 def test_peak_fits_checks_every_finish_in_order_of_the_tokens_left():
@@ -31,30 +30,6 @@ def test_peak_fits_checks_every_finish_in_order_of_the_tokens_left():
     assert peak_fits(1.0, [], []) and not peak_fits(0.0, [], [])
 
 
-class _Attn:
-    def __init__(self):
-        self.dense = 0
-        self.t = [[0.0, 0.0]]
-
-
-class _Costs:
-    """Constant step times: a prefill step PREFILL, a decode step DECODE."""
-
-    verify = 1
-    max_seqs = 16
-
-    def __init__(self):
-        self.attn_decode = _Attn()
-        self.ctx_grid = [0.0, 1e6]
-        self.decode_fixed = [DECODE] * 17
-
-    def device_time(self, n_decode, mean_context, chunks=(), samples=None, pad=None):
-        return PREFILL
-
-    def decode_time(self, n, c, pad):
-        return DECODE
-
-
 def _run(admission, capacity):
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=8192, chunked_prefill=True,
                        mixed_batches=False, policy="prefill-first", block_size=1,
@@ -63,7 +38,7 @@ def _run(admission, capacity):
     host = HostTable(eager=[0.0] * 17, graph=[0.0] * 17, measured=None, source="")
     stream = Stream(input_len=np.array([10, 10, 10]), output_len=np.array([5, 5, 5]),
                     arrival=np.zeros(3))
-    return run(stream, cfg, _Costs(), host)
+    return run(stream, cfg, ConstantCosts(), host)
 
 
 def test_peak_admission_holds_back_a_request_the_cache_could_not_finish():
