@@ -81,7 +81,9 @@ MLPERF = ["mlperf41_nvidia_h100_llama2_70b_fp8_tp2x4_offline_tokps",
           "mlperf41_nvidia_h200_llama2_70b_fp8_tp1x8_offline_tokps",
           "mlperf41_nvidia_h200_llama2_70b_fp8_tp1x8_server_tokps",
           "mlperf41_amd_mi300x_llama2_70b_fp8_tp1_offline_tokps",
-          "mlperf41_amd_mi300x_llama2_70b_fp8_tp1_server_tokps"]
+          "mlperf41_amd_mi300x_llama2_70b_fp8_tp1_server_tokps",
+          "mlperf41_amd_mi300x_llama2_70b_fp8_tp1x8_offline_tokps",
+          "mlperf41_amd_mi300x_llama2_70b_fp8_tp1x8_server_tokps"]
 
 
 def test_the_mlperf_cases_load_with_their_derived_values(registry):
@@ -92,6 +94,9 @@ def test_the_mlperf_cases_load_with_their_derived_values(registry):
     assert h100.config.rate == pytest.approx(75.10 / 4)
     assert h100.config.latency_bounds == "ttft_p99=2s,tpot_p99=200ms"
     # output length: tokens/s over samples/s of the same summary, 24524.9 / 84.4792 = 290.3
+    # 8 one-GPU vLLM engines: 23514.8 tokens/s / 8, and 23514.8 / 80.15 samples/s = 293.4
+    amd = cat["mlperf41_amd_mi300x_llama2_70b_fp8_tp1x8_offline_tokps"]
+    assert amd.value == pytest.approx(23514.8 / 8, abs=0.01) and amd.config.output_len == 293
     off = cat["mlperf41_nvidia_h100_llama2_70b_fp8_tp2x4_offline_tokps"]
     assert off.config.output_len == 290 and not off.config.latency_bounds
     for name in MLPERF:
