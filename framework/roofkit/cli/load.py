@@ -261,13 +261,18 @@ def validate_load(args, reg) -> int:
     def num(x):
         return "-" if x is None else f"{x:.4g}"
 
+    def met(c):  # whether the calibrated run meets the case's latency bounds
+        v = c.bounds_met.get("calibrated") if c.bounds else None
+        return "-" if v is None else ("yes" if v else "no")
+
     rows = [[c.name, f"{c.metric} {c.statistic}", c.config, num(c.measured),
              num(c.predicted.get("datasheet")), pct(c.error("datasheet")),
-             num(c.predicted.get("calibrated")), pct(c.error("calibrated"))]
-            for c in report.cases]
-    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err"]
+             num(c.predicted.get("calibrated")), pct(c.error("calibrated")),
+             met(c)] for c in report.cases]
+    headers = ["case", "metric", "config", "measured", "datasheet", "err", "calibrated", "err",
+               "bounds_met"]
     print(common.markdown_table(rows, headers) if args.markdown else
-          common.table(rows, headers, "lllrrrrr"))
+          common.table(rows, headers, "lllrrrrrl"))
     print("\nerror = (predicted - measured) / measured")
     for fam, by_basis in report.summary().items():
         for basis, s in by_basis.items():

@@ -28,6 +28,18 @@ LOSO = "loso"  # the calibrated basis, each source scored without its own consta
 def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> float:
     """The simulator's value of ``case.metric`` at ``case.statistic`` (``_runs`` caches one
     simulation per configuration across the cases that read different metrics of it)."""
+    return _read(case, _simulated(case, basis, registry, _runs))
+
+
+def bounds_met(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> bool | None:
+    """Whether the simulated run meets every one of ``config.latency_bounds`` (each bound's
+    percentile of the simulated requests at or under it); None when the case gives none."""
+    if not case.config.latency_bounds:
+        return None
+    return bool(_simulated(case, basis, registry, _runs).slo_met)
+
+
+def _simulated(case: LoadCase, basis: str, registry, _runs: dict | None = None):
     from .simulate import simulate
 
     c = case.config
@@ -41,15 +53,17 @@ def predict(case: LoadCase, basis: str, registry, _runs: dict | None = None) -> 
               precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16", engine=c.profile,
               max_num_seqs=c.max_num_seqs, max_batched_tokens=c.max_batched_tokens,
               disagg=c.disagg or None, basis=basis)
+    if c.latency_bounds:  # the bounds only add the goodput and slo_met readings
+        kw["slo"] = c.latency_bounds
     # one run per simulated configuration: cases reading other metrics of it share it
     key = (case.workload, case.device, tuple(sorted(kw.items())))
     r = None if _runs is None else _runs.get(key)
     if r is not None:
-        return _read(case, r)
+        return r
     r = simulate(case.workload, case.device, registry=registry, **kw)
     if _runs is not None:
         _runs[key] = r
-    return _read(case, r)
+    return r
 
 
 def _read(case, r) -> float:
@@ -73,6 +87,9 @@ class LoadCaseResult:
     origin: str = ""  # the source's origin (roofkit.serving.loso.origin)
     removed: tuple[str, ...] = ()  # calibration constants of its origin left out of its LOSO
     cause: str = ""  # the case spec's one line on why the prediction misses, where known
+    bounds: str = ""  # the latency bounds the measured run met (config.latency_bounds)
+    #: whether the simulated run meets them, per basis (and LOSO); None without bounds
+    bounds_met: dict = attrs.field(factory=dict)
 
     def error(self, basis: str) -> float | None:
         p = self.predicted.get(basis)
@@ -83,6 +100,10 @@ class LoadCaseResult:
                 "config": self.config, "measured": self.measured, "scored": self.scored,
                 "reason": self.reason,
                 "origin": self.origin, "loso_removed": list(self.removed), "cause": self.cause,
+                "latency_bounds": self.bounds or None,
+                "bounds_met": self.bounds_met.get("calibrated") if self.bounds else None,
+                **{f"bounds_met_{b}": self.bounds_met.get(b) if self.bounds else None
+                   for b in (*BASES, LOSO)},
                 **{f"predicted_{b}": self.predicted.get(b) for b in (*BASES, LOSO)},
                 **{f"error_{b}": self.error(b) for b in (*BASES, LOSO)}}
 
@@ -166,10 +187,11 @@ def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport
     runs: dict = {}
     held: dict[str, tuple] = {}  # origin -> (registry without it, removed, its runs)
     for case in iterate(sorted(cases, key=lambda c: c.name), "validate load"):
-        predicted, reason = {}, case.unscored
+        predicted, reason, met = {}, case.unscored, {}
         for basis in bases:
             try:
                 predicted[basis] = float(predict(case, basis, reg, runs))
+                met[basis] = bounds_met(case, basis, reg, runs)
             except RoofkitError as exc:
                 predicted[basis] = None
                 reason = f"not predicted: {exc}"
@@ -182,11 +204,13 @@ def run(registry=None, cases=None, bases=BASES, loso: bool = True) -> LoadReport
             try:
                 predicted[LOSO] = (predicted["calibrated"] if sub is reg else
                                    float(predict(case, "calibrated", sub, sub_runs)))
+                met[LOSO] = (met.get("calibrated") if sub is reg else
+                             bounds_met(case, "calibrated", sub, sub_runs))
             except RoofkitError:
                 predicted[LOSO] = None
         out.append(LoadCaseResult(case.name, case.metric, case.statistic, _describe(case),
                                   case.value, predicted, not reason, reason, o, removed,
-                                  case.cause))
+                                  case.cause, case.config.latency_bounds, met))
     origins = [c.origin for c in out if c.scored]
     return LoadReport(tuple(out), tuple(_loso.statements(reg, origins, engines=True))
                       if loso else ())

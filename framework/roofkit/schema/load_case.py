@@ -52,6 +52,9 @@ class LoadConfig:
     max_num_seqs: int | None = count(default=None)
     max_batched_tokens: int | None = count(default=None, maximum=10**8)
     throughput_basis: Literal["total", "per_gpu", ""] = ""
+    #: the latency bounds the measured run met (``ttft_p99=2s,tpot_p99=200ms``, the syntax of
+    #: ``roofkit simulate --slo``); validation says whether the simulated run meets them
+    latency_bounds: str = ""
 
 
 @attrs.frozen
@@ -88,6 +91,14 @@ class LoadCase:
                 except RoofkitError as exc:
                     out.append((f"config.{f}", f"{exc}; give a distribution as "
                                 "'uniform:LO:HI' or 'normal:MEAN:STD'"))
+        if c.latency_bounds:
+            from ..load.simulate import parse_slo
+
+            try:
+                parse_slo(c.latency_bounds)
+            except RoofkitError as exc:
+                out.append(("config.latency_bounds", f"{exc}; give e.g. "
+                            "'ttft_p99=2s,tpot_p99=200ms'"))
         if self.metric in ("output_tokens_per_s", "requests_per_s") and not c.throughput_basis:
             out.append(("config.throughput_basis", "say whether the throughput is 'total' or "
                         "'per_gpu'"))
