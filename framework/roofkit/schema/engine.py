@@ -25,8 +25,18 @@ from typing import Literal
 import attrs
 
 from .common import check_key
-from .fields import (MAX_COUNT, Range, count, counts, fraction, number, numbers, positive,
-                     quantities, quantity)
+from .fields import (
+    MAX_COUNT,
+    Range,
+    count,
+    counts,
+    fraction,
+    number,
+    numbers,
+    positive,
+    quantities,
+    quantity,
+)
 
 Policy = Literal["prefill-first", "decode-first"]
 Admission = Literal["grow", "reserve", "peak"]
