@@ -52,11 +52,11 @@ def test_ttft_errors_do_not_rise_above_the_values_reached(report):
 
 @pytest.mark.slow
 def test_throughput_errors_do_not_rise_above_the_values_reached(report):
-    # reached over the 36 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
-    # SGLang on H200, 9 SGLang disaggregated on H200): median 43.6 %, max 190 %; every
-    # all-at-once run (the MI300X rows and the H200 offline rows) is predicted too fast,
-    # docs/load.md#validation
-    assert report.median("calibrated", "throughput") <= 0.437
+    # reached over the 44 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
+    # SGLang on H200, 9 SGLang disaggregated on H200, 8 MLPerf v4.1 Llama-2-70B): median
+    # 34.3 %, max 190 %; every all-at-once run of vLLM on MI300X and of SGLang on H200 is
+    # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation
+    assert report.median("calibrated", "throughput") <= 0.344
     assert report.max("calibrated", "throughput") <= 1.898
 
 
