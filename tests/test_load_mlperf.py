@@ -118,3 +118,16 @@ def test_the_mlperf_cases_are_scored_at_the_published_prompt_mean(capsys):
         assert (c["bounds_met"] is None) == ("offline" in name)
         # at 222-token prompts no Server queue builds: every run meets TTFT/TPOT p99 bounds
         assert c["bounds_met"] in (None, True)
+
+
+@pytest.mark.parametrize("text, words", [("ttft_p99=1.2.3s", "METRIC_STAT=VALUE"),
+                                          ("ttft_p99=0s", "above 0"),
+                                          ("tpot_p90=0ms", "above 0"),
+                                          ("ttft_p99=2s,ttft_p99=1s", "given twice")])
+def test_a_bad_bound_is_refused_by_name(text, words):
+    from roofkit.load.simulate import parse_slo
+
+    with pytest.raises(roofkit.SpecError, match=words):
+        parse_slo(text)
+    # a leading-dot value is a number: .5 s
+    assert parse_slo("ttft_p99=.5s,tpot_p90=40ms") == {"ttft_p99": 0.5, "tpot_p90": 0.04}

@@ -96,14 +96,20 @@ def parse_slo(text) -> dict[str, float]:
         return dict(text or {})
     out = {}
     for part in str(text).split(","):
-        m = re.fullmatch(r"\s*(ttft|tpot|itl|e2e)_(mean|p50|p90|p95|p99)\s*=\s*([0-9.]+)\s*"
-                         r"(ms|s)\s*", part)
+        m = re.fullmatch(r"\s*(ttft|tpot|itl|e2e)_(mean|p50|p90|p95|p99)\s*=\s*"
+                         r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s)\s*", part)
         if not m:
             raise SpecError(f"SLO {part.strip()!r}: write METRIC_STAT=VALUE with a unit, e.g. "
                             "ttft_p90=2s,tpot_p90=50ms (metrics ttft, tpot, itl, e2e; stats "
                             "mean, p50, p90, p95, p99)")
         v = float(m.group(3)) * (1e-3 if m.group(4) == "ms" else 1.0)
-        out[f"{m.group(1)}_{m.group(2)}"] = v
+        key = f"{m.group(1)}_{m.group(2)}"
+        if v <= 0:
+            raise SpecError(f"SLO {part.strip()!r}: a bound must be above 0 (no request meets "
+                            f"{key} <= 0)")
+        if key in out:
+            raise SpecError(f"SLO {str(text)!r}: {key} is given twice; give each bound once")
+        out[key] = v
     return out
 
 
