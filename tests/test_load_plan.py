@@ -236,3 +236,29 @@ def test_a_disaggregated_ttft_waits_for_the_decode_step(result):
         gap = [r["ttft_ms"] - r["tpot_ms"] for r in rows]
         assert max(gap) - min(gap) == pytest.approx(0.0, abs=1e-9)
         assert min(gap) > 0
+
+
+def test_screening_takes_vllm_v1_s_profiling_peak_from_the_kv_cache():
+    import numpy as np
+
+    from roofkit.circuit import api as circuit
+    from roofkit.load.fabric import fabric_of
+    from roofkit.load.plan import layout_costs
+    from roofkit.load.simulate import profile_peak
+
+    reg = roofkit.build_registry(entry_points=False)
+    w = reg.workload("llama-3.1-8b")
+    d, fab = fabric_of(reg, "h100")
+    C = tuple(range(1, 4097))
+    lay = layout_costs(reg, w, d, "bf16", 1, 4096, 1024, C, "vllm", "bf16", "calibrated",
+                       fab=fab)
+    fp = circuit.footprint(w, d, kv_cache_dtype="bf16", registry=reg, tp=1,
+                           basis="calibrated")
+    spec = reg.spec("engines", "vllm-v1")
+    seqs, toks = spec.limits(d)
+    peak = profile_peak(w, toks, seqs)
+    assert peak > 1e9  # 8192 x 4096 x 2 B + 1024 x 128256 x 16 B = 2.17 GB
+    # grow admission holds the prompt and half the output on average
+    per = fp.kv_per_token * (4096 + 1024 / 2) + fp.state_per_seq
+    cap = d.memory.capacity * d.memory.usable_fraction - fp.weights - peak
+    assert int(np.count_nonzero(lay.kv_ok)) == int(cap // per)

@@ -27,7 +27,9 @@ concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I
 (``prefill-first`` engines without mixed steps pay a whole prefill step ``t_pre`` in place
 of ``x``). A configuration is refused, with its reason counted, when the weights or the
 KV of ``C`` sequences do not fit (``C (I + O/2)`` tokens held as the cache grows,
-``C (I + O)`` when the engine reserves), when it needs more devices than allowed, or when
+``C (I + O)`` when the engine reserves or admits at the peak; the cache is the engine's
+memory share less the weights, and less its profiling pass's peak where it sizes the cache
+after one, as the simulator has it), when it needs more devices than allowed, or when
 it misses the SLO. The survivors are ranked by output tokens/s per device, their Pareto
 front of tokens/s per device against tokens/s per user is marked, and the best few are
 re-run through the step simulator (``roofkit.simulate``) in their steady state (arrivals
@@ -47,7 +49,7 @@ from ..circuit import api as _circuit
 from ..errors import OOMError, RoofkitError, SpecError
 from .fabric import fabric_of
 from .host import host_table
-from .simulate import layout_problems
+from .simulate import layout_problems, profile_peak
 from .steps import CONTEXT_ROLES
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -229,6 +231,11 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     frac = spec_e.memory.fraction(tp) if spec_e is not None else None
     usable = d.memory.capacity * (d.memory.usable_fraction if frac is None else frac)
     cap = usable - fp.weights / pp
+    if spec_e is not None and spec_e.kv_sizing.profile_run:
+        # vLLM V1 sizes its cache after a profiling pass: the simulator's lower bound of
+        # its peak, at the engine's own limits on the device
+        seqs, toks = spec_e.limits(d)
+        cap -= profile_peak(w, toks, seqs, spec_e.kv_sizing.sampler_logit_bytes) or 0.0
     if ep > 1:
         cap += fp.weights_by_role.get("experts", 0.0) * (1 - 1 / ep)
     if cap <= 0:
