@@ -136,23 +136,25 @@ def test_bad_case_names_the_missing_keys(tmp_path):
 
 def test_published_energy_cases_median_errors():
     # Out of sample: no constant was fitted to these cases. The pins are what the models
-    # reach today, not the <= 15 % target (docs/energy.md lists each miss and its cause).
+    # reach today; the per-op median meets the <= 15 % target since decode steps replayed
+    # from a CUDA graph pay each kernel's startup (docs/energy.md lists each miss and its
+    # cause).
     report = energy_cases.run()
     rows = report["rows"]
     assert len(rows) >= 26
     assert {r["case"].split("_")[0] for r in rows} >= {"alice", "mlenergy"}
     med = report["median_abs_error"]
-    assert med["per_op"] == pytest.approx(0.157, abs=0.02)
-    assert med["tdp"] == pytest.approx(0.590, abs=0.02)
+    assert med["per_op"] == pytest.approx(0.149, abs=0.02) and med["per_op"] <= 0.15
+    assert med["tdp"] == pytest.approx(0.558, abs=0.02)
     assert med["per_op"] < med["tdp"]
     # the split over the 21 ML.ENERGY v3.0 runs that give their ITL and power: the power
     # model is within the target, the time model carries the rest of the miss
     assert sum(r["power_error"] is not None for r in rows) == 22
     assert med["power"] == pytest.approx(0.058, abs=0.02) and med["power"] <= 0.15
-    assert med["itl"] == pytest.approx(0.275, abs=0.02)
-    # had the steps taken the measured ITL the per-op power would read 14 % off (median):
+    assert med["itl"] == pytest.approx(0.235, abs=0.02)
+    # had the steps taken the measured ITL the per-op power would read 13 % off (median):
     # the small power part is partly the short steps' doing (docs/energy.md)
-    assert med["power_at_measured_itl"] == pytest.approx(0.143, abs=0.02)
+    assert med["power_at_measured_itl"] == pytest.approx(0.133, abs=0.02)
     # the 22 runs served with continuous batching are costed on the load path
     assert sum(r["run"] == "load" for r in rows) == 22
     # every case the per-op model misses by more than 35 % says why, in its own spec

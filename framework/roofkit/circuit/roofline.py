@@ -46,12 +46,14 @@ class DeviceRoofline:
     """The constants one device is costed with, and where they come from.
 
     ``peaks`` maps a compute slot to FLOP/s; ``bandwidth`` is B/s of primary memory;
-    ``launch`` s per kernel; ``dispatch`` s per step (host). ``curves`` maps a slot to its
-    GEMM-efficiency curve, ``overlap`` is the ``p`` of ``(c^p + m^p)^(1/p)`` (infinite: the
-    roofline's max), ``attention_peak`` the measured prefill attention throughput (None: the
-    slot's peak), ``link`` the interconnect (None: the device has none). ``basis`` names
-    the sources and what was derived; ``measured`` is true only for constants measured on
-    this device class; ``provenance`` gives the source of each constant.
+    ``launch`` s per kernel; ``dispatch`` s per step (host); ``graph_node`` s of device time
+    per kernel of a replayed CUDA graph beyond its roofline time (0: not measured).
+    ``curves`` maps a slot to its GEMM-efficiency curve, ``overlap`` is the ``p`` of ``(c^p
+    + m^p)^(1/p)`` (infinite: the roofline's max), ``attention_peak`` the measured prefill
+    attention throughput (None: the slot's peak), ``link`` the interconnect (None: the
+    device has none). ``basis`` names the sources and what was derived; ``measured`` is true
+    only for constants measured on this device class; ``provenance`` gives the source of
+    each constant.
     """
 
     device: str
@@ -71,6 +73,7 @@ class DeviceRoofline:
     link: LinkModel | None = None
     max_devices: int = 1
     provenance: Mapping[str, str] = attrs.field(factory=dict)
+    graph_node: float = 0.0
 
     @property
     def bandwidth_measured(self) -> bool:
@@ -289,6 +292,10 @@ def _build(device, basis, registry) -> DeviceRoofline:
         launch = cal.launch["kernel"].value
         take("launch", cal.launch["kernel"], "launch.kernel")
         prov["launch"] = f"calibration {cal.name}: launch.kernel ({cal.launch['kernel'].source})"
+    graph_node = 0.0
+    if "graph_node" in cal.launch:
+        graph_node = cal.launch["graph_node"].value
+        take("graph_node", cal.launch["graph_node"], "launch.graph_node")
     bandwidth = sheet.bandwidth
     if cal.bandwidth is not None:
         bandwidth = _value(cal.bandwidth)
@@ -322,7 +329,8 @@ def _build(device, basis, registry) -> DeviceRoofline:
         device=device.name, peaks=peaks, bandwidth=bandwidth, launch=launch,
         vector_slot=sheet.vector_slot, basis="", measured=True, sources=tuple(sources),
         derived=sheet.derived, name="calibrated", dispatch=sheet.dispatch, curves=curves,
-        attention_peak=attention, link=link, max_devices=sheet.max_devices, provenance=prov)
+        attention_peak=attention, link=link, max_devices=sheet.max_devices, provenance=prov,
+        graph_node=graph_node)
     overlap = math.inf
     if cal.mixed:
         ps = [_overlap(roof, slot, row) for slot, row in sorted(cal.mixed.items())

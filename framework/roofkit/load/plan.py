@@ -12,9 +12,12 @@ share). A device alone is one node, or the ad hoc cluster ``NxDEVICE`` when
 steady state of continuous batching on the circuit's step costs, as numpy arrays over the
 concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I + O/2``:
 
-    t_dec(C)   = rows(C) + head(C) + attn(C, I + O/2) + host(C)        a decode step
+    t_dec(C)   = rows(C) + head(C) + attn(C, I + O/2) + K a + host(C)   a decode step
     x(C)       = rows(C + I) - rows(C) + attn_prefill(I, I/2) + head(C + 1) - head(C)
-                 (+ the eager launches a mixed step pays over a graph replay)
+                 (+ the eager launches a mixed step pays over a graph replay, - K a)
+
+(``K a``: the device startup of the step's ``K`` kernels in a replayed CUDA graph, the
+calibration's ``launch.graph_node``; 0 beyond the captured sizes and for an eager step)
     pp stages:  rows(n) += hop_fixed + n * hidden * 2 B * hop_per_byte  (the fabric's sums
                 over the stage boundaries), a device holds weights / pp
     aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
@@ -211,6 +214,9 @@ def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
         "eager": eager,
         "graph": np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci],
                           eager),
+        # the device time a replayed graph adds (launch.graph_node per kernel)
+        "graph_dev": np.where(ci <= (sizes[-1] if sizes else 0),
+                              kernels * dplan.roofline.graph_node, 0.0),
     }
 
 
@@ -251,9 +257,9 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     h_c, a_c, h_c1, h_1, a_p, h_k = (parts[x] for x in ("h_c", "a_c", "h_c1", "h_1", "a_p",
                                                          "h_k"))
     eager, graph = parts["eager"], parts["graph"]
-    dev_dec = r_c + h_c + a_c
+    dev_dec = r_c + h_c + a_c + parts["graph_dev"]
     t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
-    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph)
+    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph) - parts["graph_dev"]
     pre_dev = float(r_i + h_1 + a_p)
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
     dev_k = float(r_k + h_k + k * a_p)

@@ -137,6 +137,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     attn_rows = [np.asarray(row) for row in attn.t[:dense + 1]]
     ctx_grid = np.asarray(costs.ctx_grid, dtype=float)
     fixed_of = costs.decode_fixed
+    graph_dev = getattr(costs, "graph_step", 0.0)  # device time a graph replay adds
     pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:
@@ -282,6 +283,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     c = (sum_ctx + np.arange(m) * (nd * E)) / nd
                     dev = fixed_of[nd if pad is None else pad] + np.interp(c, ctx_grid,
                                                                            attn_rows[nd])
+                    if pad is not None:
+                        dev = dev + graph_dev
                     dts = np.maximum(dev, h) if overlap else dev + h
                     end = t + np.cumsum(dts)
                     if nxt is not None:
@@ -392,6 +395,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         if not ch and decode_rows:
             pad = pad_of[decode_rows] if decode_rows < len(pad_of) else None
             dev = dec_time(decode_rows, mean_ctx, decode_rows if pad is None else pad)
+            if pad is not None:
+                dev += graph_dev
         else:
             dev = dev_time(decode_rows, mean_ctx, ch, samples, pad)
         if draft is not None and decode_rows:

@@ -6,14 +6,16 @@ Its device time is composed from the circuit's own node costs (no second cost mo
 
     device = rows(N) + head(H) + attn_decode(n, c_mean) + sum_i attn_prefill(T_i, p_i + T_i // 2)
 
-with ``N = n + sum_i T_i`` the step's token rows. ``rows`` is every node of the embed and
-main sections whose work depends on the token rows only (GEMMs, norms, activations, routers,
-experts, all-reduces) from the decode plan at rows = N; ``head`` the head section (final
-norm, LM head) at one row per sequence that samples a token; the attention and recurrent
-state nodes are the decode plan's at n rows and the mean context (their FLOPs and KV bytes
-are linear in the context) and the prefill plan's at the chunk's rows and its causal half
-context, as ``roofkit.prefill`` costs a prompt. A single request therefore costs exactly
-what ``roofkit.serve`` charges at batch 1.
+with ``N = n + sum_i T_i`` the step's token rows; a decode step replayed from a CUDA graph
+adds ``K * a`` (``graph_step``: the plan's ``K`` kernels, each costing the device the
+startup ``a`` of the calibration's ``launch.graph_node`` beyond its traffic). ``rows`` is
+every node of the embed and main sections whose work depends on the token rows only (GEMMs,
+norms, activations, routers, experts, all-reduces) from the decode plan at rows = N;
+``head`` the head section (final norm, LM head) at one row per sequence that samples a
+token; the attention and recurrent state nodes are the decode plan's at n rows and the mean
+context (their FLOPs and KV bytes are linear in the context) and the prefill plan's at the
+chunk's rows and its causal half context, as ``roofkit.prefill`` costs a prompt. A single
+request therefore costs exactly what ``roofkit.serve`` charges at batch 1.
 
 Each term is a table over whole rows (exact) or a grid of contexts (every token to 256,
 then 3 % apart; linear interpolation between points), built with vectorized plan runs so
@@ -159,6 +161,9 @@ class StepCosts:
         self.hop_fixed = 0.0  # pipeline parallelism: (stages - 1) activation sends a step
         self.hop_per_row = 0.0
         self.roofline = dplan.roofline
+        # a decode step replayed from a CUDA graph: each kernel's start, ramp and drain on
+        # the device (the host launches none of them), kernels * graph_node seconds
+        self.graph_step = self.kernels * dplan.roofline.graph_node
         self.notes = tuple(dict.fromkeys((*dplan.notes, *pplan.notes)))
         self.basis = pplan.basis
         self.cost_model = dplan.cost_model.name

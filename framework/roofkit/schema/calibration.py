@@ -164,9 +164,11 @@ class Calibration:
     attention: dict[str, MeasuredThroughput] = attrs.field(factory=dict)
     allreduce: dict[str, AllReduceMeasurement] = attrs.field(factory=dict)
     host_link: dict[str, MeasuredBandwidth] = attrs.field(factory=dict)
-    #: the estimator reads ``kernel`` (one launch) and ``kernel_sync`` (a launch the host
-    #: waits on); other names record measurements it does not use
-    launch: dict[str, MeasuredTime] = keyed(keys=("kernel", "kernel_sync"))
+    #: the estimator reads ``kernel`` (one launch), ``kernel_sync`` (a launch the host
+    #: waits on) and ``graph_node`` (the device time one kernel of a replayed CUDA graph
+    #: costs beyond its traffic: its start, ramp and drain); other names record
+    #: measurements it does not use
+    launch: dict[str, MeasuredTime] = keyed(keys=("kernel", "kernel_sync", "graph_node"))
     engines: dict[str, EngineProfile] = attrs.field(factory=dict)
     notes: str = ""
     provenance: dict[str, str] = attrs.field(factory=dict)  # a measurement made here

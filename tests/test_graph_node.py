@@ -1,0 +1,65 @@
+"""A decode step replayed from a CUDA graph pays each kernel's startup on the device
+(``launch.graph_node`` of the device calibration), by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from load_fakes import DECODE, PREFILL, ConstantCosts
+
+from roofkit.circuit.roofline import device_roofline
+from roofkit.load.host import HostTable
+from roofkit.load.requests import Stream
+from roofkit.load.scheduler import EngineConfig, run
+from roofkit.load.steps import StepCosts
+from roofkit.registry import default_registry
+
+
+def test_graph_node_is_read_from_the_calibration_and_absent_elsewhere():
+    reg = default_registry()
+    # gpu-small-kernels '-graph' first row: 65,536 B a kernel at 52 GB/s (H200), 49 GB/s (A100)
+    assert pytest.approx(1.26e-6, rel=0.01) == 65536 / 52e9
+    assert pytest.approx(1.34e-6, rel=0.01) == 65536 / 49e9
+    h200 = device_roofline(reg.device("h200"), "calibrated", reg)
+    assert h200.graph_node == pytest.approx(1.26e-6)
+    assert "launch.graph_node" in h200.provenance["graph_node"]
+    assert device_roofline(reg.device("a100-80gb"), "calibrated", reg).graph_node == \
+        pytest.approx(1.34e-6)
+    # the H100 SXM takes the H200's figure (same GH100 die), said so in its notes
+    assert device_roofline(reg.device("h100-sxm"), "calibrated", reg).graph_node == \
+        pytest.approx(1.26e-6)
+    # the datasheet basis has no such figure; a device with none measured charges nothing
+    assert device_roofline(reg.device("h200"), "datasheet", reg).graph_node == 0.0
+    assert device_roofline(reg.device("mi300x"), "calibrated", reg).graph_node == 0.0
+
+
+def test_step_costs_charge_every_kernel_of_the_plan():
+    sc = StepCosts("llama-3.1-8b", "h200", max_rows=64, max_seqs=8, max_context=512)
+    assert sc.kernels > 300  # 32 layers of about ten kernels
+    assert sc.graph_step == pytest.approx(sc.kernels * 1.26e-6)
+
+
+class _GraphCosts(ConstantCosts):
+    graph_step = 0.002  # seconds a graph replay adds to a decode step
+
+
+def _trace(sizes, dense):
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=8192, chunked_prefill=True,
+                       mixed_batches=False, policy="prefill-first", block_size=1,
+                       admission="grow", graph_sizes=sizes, kv_capacity=1e12, kv_token=1.0,
+                       state_seq=0.0)
+    host = HostTable(eager=[0.0] * 17, graph=[0.0] * 17, measured=None, source="")
+    stream = Stream(input_len=np.array([100]), output_len=np.array([11]),
+                    arrival=np.array([0.0]))
+    return run(stream, cfg, _GraphCosts(dense), host)
+
+
+@pytest.mark.parametrize("dense", [0, 16])  # step by step, and runs of decode steps at once
+def test_a_graph_replay_adds_its_kernels_startup_to_each_decode_step(dense):
+    # one request of 11 output tokens: a prefill step of 30 ms (eager: no graph time), then
+    # 10 decode steps. Captured (size 1): each 10 + 2 ms; beyond the captured sizes (none):
+    # 10 ms each.
+    graphed = _trace((1, 2, 4), dense)
+    eager = _trace((), dense)
+    assert graphed.finish[0] == pytest.approx(PREFILL + 10 * (DECODE + 0.002))
+    assert eager.finish[0] == pytest.approx(PREFILL + 10 * DECODE)
