@@ -63,3 +63,24 @@ def test_a_graph_replay_adds_its_kernels_startup_to_each_decode_step(dense):
     eager = _trace((), dense)
     assert graphed.finish[0] == pytest.approx(PREFILL + 10 * (DECODE + 0.002))
     assert eager.finish[0] == pytest.approx(PREFILL + 10 * DECODE)
+
+
+def _overlapped(sizes, dense):
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=8192, chunked_prefill=True,
+                       mixed_batches=False, policy="prefill-first", block_size=1,
+                       admission="grow", graph_sizes=sizes, kv_capacity=1e12, kv_token=1.0,
+                       state_seq=0.0)
+    host = HostTable(eager=[0.0] * 17, graph=[0.0] * 17, measured=None, source="",
+                     overlap=True)
+    stream = Stream(input_len=np.array([100]), output_len=np.array([11]),
+                    arrival=np.array([0.0]))
+    return run(stream, cfg, _GraphCosts(dense), host)
+
+
+@pytest.mark.parametrize("dense", [0, 16])
+def test_an_overlapped_host_pays_the_startup_on_every_step(dense):
+    # an overlapped host launches ahead of the device, so its eager steps pay the kernels'
+    # startup as well: the prefill 30 + 2 ms and 10 decode steps of 10 + 2 ms, graphed or not
+    for sizes in ((1, 2, 4), ()):
+        trace = _overlapped(sizes, dense)
+        assert trace.finish[0] == pytest.approx(PREFILL + 0.002 + 10 * (DECODE + 0.002))

@@ -16,8 +16,9 @@ concurrencies of a layout. With ``C`` sequences decoding at the mean context ``I
     x(C)       = rows(C + I) - rows(C) + attn_prefill(I, I/2) + head(C + 1) - head(C)
                  (+ the eager launches a mixed step pays over a graph replay, - K a)
 
-(``K a``: the device startup of the step's ``K`` kernels in a replayed CUDA graph, the
-calibration's ``launch.graph_node``; 0 beyond the captured sizes and for an eager step)
+(``K a``: the device startup of the step's ``K`` kernels, the calibration's
+``launch.graph_node`` each, paid by a decode step replayed from a CUDA graph and by every
+step of an overlapped host; a serial host's eager launches, charged one by one, cover it)
     pp stages:  rows(n) += hop_fixed + n * hidden * 2 B * hop_per_byte  (the fabric's sums
                 over the stage boundaries), a device holds weights / pp
     aggregated: every O steps C prompts join, so TPOT = t_dec + C x / O,
@@ -214,9 +215,11 @@ def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
         "eager": eager,
         "graph": np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci],
                           eager),
-        # the device time a replayed graph adds (launch.graph_node per kernel)
+        # the device startup of a step's kernels (launch.graph_node each): a replayed graph
+        # pays it, and so does every step of an overlapped host (as the simulator has it)
         "graph_dev": np.where(ci <= (sizes[-1] if sizes else 0),
                               kernels * dplan.roofline.graph_node, 0.0),
+        "eager_dev": kernels * dplan.roofline.graph_node if host.overlap else 0.0,
     }
 
 
@@ -257,12 +260,14 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     h_c, a_c, h_c1, h_1, a_p, h_k = (parts[x] for x in ("h_c", "a_c", "h_c1", "h_1", "a_p",
                                                          "h_k"))
     eager, graph = parts["eager"], parts["graph"]
-    dev_dec = r_c + h_c + a_c + parts["graph_dev"]
+    g_dev, e_dev = parts["graph_dev"], parts["eager_dev"]
+    dev_dec = r_c + h_c + a_c + np.where(g_dev > 0, g_dev, e_dev)
     t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
-    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph) - parts["graph_dev"]
-    pre_dev = float(r_i + h_1 + a_p)
+    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph) - np.where(g_dev > 0, g_dev, e_dev) \
+        + e_dev
+    pre_dev = float(r_i + h_1 + a_p) + e_dev
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
-    dev_k = float(r_k + h_k + k * a_p)
+    dev_k = float(r_k + h_k + k * a_p) + e_dev
     host_k = host.eager[min(k, len(host.eager) - 1)]
     pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
     # peak admission (SGLang) keeps every admitted request whole at the peak, as reserve does
