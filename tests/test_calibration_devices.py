@@ -66,6 +66,11 @@ def test_an_unmeasured_bandwidth_is_outside_the_calibrated_range(registry):
 @pytest.mark.parametrize(("device", "slot", "tflops"), [
     # mag-/gpu_benchmark MAMF table (torch.mm, bf16)
     ("l40s", "bf16", 252.0), ("l4", "bf16", 91.4), ("rtx-4090", "bf16", 178.8),
+    # zzc0721/torch-performance-test-data database.md, row NVIDIA L40S (torch.mm, best size)
+    ("l40s", "fp16", 264.02), ("l40s", "fp32", 46.88),
+    # vLLM PR #6677 on an L40S: torch._scaled_mm 512x4096x4096 in 45.50 us,
+    # 2 * 512 * 4096 * 4096 / 45.50e-6 = 377.58e12 FLOP/s, written to one decimal
+    ("l40s", "fp8", 377.6),
     # binbinsh/gpu-bench results/4090.json (cuBLASLt 8192^3): fp16 175.067, "fp32" is TF32
     ("rtx-4090", "fp16", 175.1), ("rtx-4090", "tf32", 89.9),
     # DeepBench DGX-1 V100 cuBLAS sweep, best GEMM 4096x7000x4096 (fp16); GPUInspector.jl
@@ -96,11 +101,17 @@ def test_the_v100_bandwidth_names_its_triad_reading(registry):
     assert "triad" in cal.bandwidth.where and "814 GB/s" in cal.bandwidth.where
 
 
-def test_a_bf16_only_calibration_keeps_the_datasheet_bandwidth_and_says_so(registry):
+def test_a_compute_only_calibration_keeps_the_datasheet_bandwidth_and_says_so(registry):
+    # the L40S calibration measures matmul (bf16, fp16, fp32, fp8) but not its bandwidth
     roof = device_roofline(registry.device("l40s"), "calibrated", registry)
     assert roof.measured and not roof.bandwidth_measured
+    assert roof.bandwidth == pytest.approx(864e9)
     assert "datasheet ceiling kept for bandwidth" in roof.basis
-    assert "compute.fp8" in roof.basis.split("datasheet ceiling kept for", 1)[1]
+    kept = roof.basis.split("datasheet ceiling kept for", 1)[1]
+    assert "compute.tf32" in kept and "compute.fp8" not in kept
+    # 377.6 TFLOP/s measured against the 733 TFLOP/s datasheet: 51.5 % of it
+    assert roof.peaks["fp8"] / registry.device("l40s").compute["fp8"] == pytest.approx(
+        377.58 / 733, rel=1e-3)
 
 
 def test_the_gb200_fp4_sweep_sets_its_peak_and_size_curve(registry):
@@ -132,7 +143,7 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
         "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
         "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
         "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules",
-        "github:jax-ml/jax", "github:nvidia/cccl"}
+        "github:jax-ml/jax", "github:nvidia/cccl", "github:vllm-project/vllm"}
     assert not {c.origin for c in added} & case_origins
 
 
