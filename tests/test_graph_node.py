@@ -28,9 +28,24 @@ def test_graph_node_is_read_from_the_calibration_and_absent_elsewhere():
     # the H100 SXM takes the H200's figure (same GH100 die), said so in its notes
     assert device_roofline(reg.device("h100-sxm"), "calibrated", reg).graph_node == \
         pytest.approx(1.26e-6)
+    # sibling boards of the same die take the measured board's figure, said so in their notes:
+    # the A100 40GB the A100 80GB's (GA100, both 108 SMs), the H100 PCIe the H200's (GH100,
+    # 114 SMs against 132), the L40S and the RTX 4090 the L40's (AD102): gpu-small-kernels
+    # '-graph' first row on the L40, 65,536 B at 70 GB/s = 0.936 us
+    assert pytest.approx(0.94e-6, rel=0.01) == 65536 / 70e9
+    assert device_roofline(reg.device("a100-40gb"), "calibrated", reg).graph_node == \
+        pytest.approx(1.34e-6)
+    assert device_roofline(reg.device("h100-pcie"), "calibrated", reg).graph_node == \
+        pytest.approx(1.26e-6)
+    for name in ("l40s", "rtx-4090"):
+        roof = device_roofline(reg.device(name), "calibrated", reg)
+        assert roof.graph_node == pytest.approx(0.94e-6)
+        assert "l40_graph.txt" in roof.provenance["graph_node"]
     # the datasheet basis has no such figure; a device with none measured charges nothing
     assert device_roofline(reg.device("h200"), "datasheet", reg).graph_node == 0.0
-    assert device_roofline(reg.device("mi300x"), "calibrated", reg).graph_node == 0.0
+    for name in ("mi300x", "b200", "gb200", "rtx-5090", "l4", "v100", "mi325x"):
+        assert device_roofline(reg.device(name), "calibrated", reg).graph_node == 0.0
+    assert device_roofline(reg.device("l40s"), "datasheet", reg).graph_node == 0.0
 
 
 def test_step_costs_charge_every_kernel_of_the_plan():
