@@ -32,11 +32,12 @@ def test_load_cases_are_predicted(report, registry):
 @pytest.mark.slow
 def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # reached on the calibrated basis over the 50 TPOT and ITL cases (24 NIM, 9 SGLang on
-    # H200, 8 SGLang v0.3.0, 9 SGLang disaggregated on H200): median 16.2 %, max 75.3 %
+    # H200, 8 SGLang v0.3.0, 9 SGLang disaggregated on H200): median 15.8 %, max 70.8 %
+    # (16.2 % and 75.3 % before the kernels' device startup in graph replays)
     # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
     # max is an SGLang H200 ITL past saturation)
-    assert report.median("calibrated", "tpot") <= 0.164
-    assert report.max("calibrated", "tpot") <= 0.737
+    assert report.median("calibrated", "tpot") <= 0.158
+    assert report.max("calibrated", "tpot") <= 0.709
 
 
 @pytest.mark.slow
@@ -54,9 +55,10 @@ def test_ttft_errors_do_not_rise_above_the_values_reached(report):
 def test_throughput_errors_do_not_rise_above_the_values_reached(report):
     # reached over the 44 output-tokens/s cases (5 vLLM on an RTX 4090, 8 vLLM on MI300X, 14
     # SGLang on H200, 9 SGLang disaggregated on H200, 8 MLPerf v4.1 Llama-2-70B): median
-    # 34.3 %, max 190 %; every all-at-once run of vLLM on MI300X and of SGLang on H200 is
+    # 26.1 % (34.3 % before the kernels' device startup in graph replays), max 190 %; every
+    # all-at-once run of vLLM on MI300X and of SGLang on H200 is
     # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation
-    assert report.median("calibrated", "throughput") <= 0.344
+    assert report.median("calibrated", "throughput") <= 0.262
     assert report.max("calibrated", "throughput") <= 1.898
 
 

@@ -9,14 +9,16 @@ import pytest
 from roofkit.cli import main
 from roofkit.serving.validation import OTHER, SCORED, run
 
-#: calibrated basis, single-node inference cases, measured when the TensorRT-LLM v0.9.0
-#: performance doc was added whole (102 scored cases)
-MEASURED_MEDIAN = 0.0641
+#: calibrated basis, single-node inference cases (127 scored: the 102 of the TensorRT-LLM
+#: v0.9.0 performance doc's addition read 6.41 %; the 14 L40S FP8 rows, scored since the
+#: L40S has a measured FP8 ceiling, moved it to 7.70 %)
+MEASURED_MEDIAN = 0.0770
 MEASURED_MAX = 0.3381
 #: the issue's targets for the calibrated basis
 TARGET_MEDIAN, TARGET_MAX = 0.15, 0.35
-#: the datasheet basis, shown beside it (113 scored cases, with the RTX 4090 decode cases)
-DATASHEET_MEDIAN = 0.2923
+#: the datasheet basis, shown beside it (127 scored cases, with the RTX 4090 decode cases and
+#: the L40S FP8 rows)
+DATASHEET_MEDIAN = 0.2880
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +154,10 @@ def test_validate_markdown_gives_the_tables_and_summary(capsys, report):
     assert f"| `{first.name}` | {first.metric} |" in out
 
 
-#: leave-one-source-out on the calibrated basis, measured when it was added (102 cases): the
-#: TensorRT-LLM cases lose the session engine profile derived from TensorRT-LLM's own README
-LOSO_MEDIAN, LOSO_MAX = 0.0813, 0.3625
+#: leave-one-source-out on the calibrated basis (8.13 % over the 102 cases when it was added,
+#: 9.35 % over the 127 with the L40S FP8 rows): the TensorRT-LLM cases lose the session
+#: engine profile derived from TensorRT-LLM's own README
+LOSO_MEDIAN, LOSO_MAX = 0.0935, 0.3625
 
 
 def test_leave_one_source_out_scores_are_pinned(report):
