@@ -209,3 +209,62 @@ def test_the_rocm_paged_attention_profile_is_structural_and_keeps_the_roofline(r
     without = _attention(_mi300x_decode(registry, engine="vllm", engine_version="0.8.3"))
     assert float(with_k.kv_bytes) == pytest.approx(float(without.kv_bytes))
     assert float(with_k.time) == pytest.approx(float(without.time))
+
+
+def _triton_mxfp4(registry):
+    return next(k for k in registry.spec("engines", "sglang").kernels
+                if k.name == "triton-mxfp4-moe")
+
+
+def test_triton_mxfp4_moe_efficiency_is_the_h100_reproducers_64_row_time(registry):
+    """triton-lang/triton repro_hopper_mxfp4_ptxas.py (21a0ce7c): H100, BF16 x MXFP4 grouped
+    matmul, 256 experts, K=2048, N=4096, 64 rows routed to one uniform random expert each,
+    121.5 us (ptxas 13.2). Memory-bound: e = bytes / (t * BW_h100)."""
+    experts, k, n, rows, t = 256, 2048, 4096, 64, 121.5e-6
+    touched = experts * (1 - (1 - 1 / experts) ** rows)           # 56.72 experts
+    assert touched == pytest.approx(56.72, abs=0.01)
+    per_expert = n * k * 4.25 / 8                                   # E2M1 + E8M0 per 32
+    assert per_expert == 4_456_448
+    nbytes = touched * per_expert + rows * k * 2 + rows * n * 2     # + BF16 in and out
+    assert nbytes == pytest.approx(253.58e6, rel=1e-4)
+    bw = 2.97e12                                                    # h100-sxm calibration
+    assert registry.spec("calibration", "h100-sxm").bandwidth.value == pytest.approx(bw)
+    derived = nbytes / t / bw
+    assert derived == pytest.approx(0.703, abs=0.0005)
+    assert 2 * rows * k * n / t < 0.02 * 794.5e12                  # far from compute-bound
+    kern = _triton_mxfp4(registry)
+    assert kern.memory_efficiency == pytest.approx(derived, abs=0.0005)
+    assert kern.compute_efficiency == 1.0 and kern.slot == "bf16"
+    assert kern.batch_range == [64, 512]
+    # the file's 512-row time, 431.5 us, streams at 0.775: the entry keeps the decode end
+    touched = experts * (1 - (1 - 1 / experts) ** 512)
+    e512 = (touched * per_expert + 512 * k * 2 + 512 * n * 2) / 431.5e-6 / bw
+    assert e512 == pytest.approx(0.775, abs=0.001)
+
+
+@pytest.mark.parametrize("device", ["h200", "h100-sxm"])
+def test_sglang_streams_gpt_oss_experts_on_hopper_at_the_measured_fraction(registry, device):
+    kw = dict(batch=64, context=2048, basis="calibrated", registry=registry)
+    plain = roofkit.decode("gpt-oss-120b", device, **kw)
+    sgl = roofkit.decode("gpt-oss-120b", device, engine="sglang", **kw)
+    by = {r.node: r for r in plain.rows}
+    experts = [r for r in sgl.rows if r.node in ("moe.experts_gate_up", "moe.experts_down")]
+    assert len(experts) == 2
+    for r in experts:
+        assert r.slot == "bf16"  # Hopper upcasts MXFP4 and multiplies on BF16 tensor cores
+        assert float(r.bytes) == pytest.approx(float(by[r.node].bytes))
+        assert float(r.t_memory) == pytest.approx(float(by[r.node].t_memory) / 0.703, rel=1e-3)
+    # the 16-bit attention projections are not MXFP4: no kernel covers them
+    qkv = next(r for r in sgl.rows if r.node == "attention.qkv")
+    assert float(qkv.time) == pytest.approx(float(by["attention.qkv"].time))
+    assert "triton-mxfp4-moe" in sgl.basis and not sgl.outside_profile_range
+
+
+def test_triton_mxfp4_moe_is_hopper_only_and_flags_decode_below_64_rows(registry):
+    kw = dict(context=2048, basis="calibrated", registry=registry, engine="sglang")
+    b200 = roofkit.decode("gpt-oss-120b", "b200", batch=64, **kw)
+    assert "triton-mxfp4-moe" not in b200.basis
+    small = roofkit.decode("gpt-oss-120b", "h200", batch=16, **kw)
+    assert small.outside_profile_range
+    assert any("kernel triton-mxfp4-moe outside its measured range" in n and "64..512" in n
+               for n in small.notes)
