@@ -135,7 +135,7 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
              if c.calibration in ("rtx-4090", "v100", "l40s", "l4", "rtx-5090", "m3-max",
                                   "jetson-orin-nano-8gb", "dgx-spark",
                                   "jetson-agx-orin-64gb", "tpu-v5e")
-             or (c.calibration == "b200" and c.path == "bandwidth")
+             or (c.calibration == "b200" and c.path in ("bandwidth", "gemm.bf16"))
              or (c.calibration == "gb200" and c.path != "compute.bf16" and c.path != "compute.fp8")]
     assert {c.origin for c in added} == {
         "github:mag-/gpu_benchmark", "github:binbinsh/gpu-bench", "github:pc2/gpuinspector.jl",
@@ -143,7 +143,8 @@ def test_the_added_constants_share_no_origin_with_a_validation_case(registry):
         "github:baidu-research/deepbench", "github:zzc0721/torch-performance-test-data",
         "github:chsasank/device-benchmarks", "github:antirez/ds4", "github:infinigence/apxinf",
         "github:huggingface/kernels", "github:aikitoria/open-gpu-kernel-modules",
-        "github:jax-ml/jax", "github:nvidia/cccl", "github:vllm-project/vllm"}
+        "github:jax-ml/jax", "github:nvidia/cccl", "github:vllm-project/vllm",
+        "github:pytorch/ao"}
     assert not {c.origin for c in added} & case_origins
 
 
@@ -274,3 +275,19 @@ def test_the_tpu_v5e_xla_matmul_sets_its_peak_and_size_curve(registry):
     assert roof.matmul_rate("bf16", 2.0 * 4096**3) == pytest.approx(166.13e12)
     assert not roof.bandwidth_measured and roof.bandwidth == dev.memory.bandwidth
     assert "datasheet ceiling kept for bandwidth, compute.int8" in roof.basis
+
+
+def test_the_b200_bf16_sweep_sets_its_size_curve(registry):
+    # pytorch/ao PR #2427, 'NVIDIA B200', torch.bfloat16 kernel time, TFLOP/s at n^3
+    published = {1024: 423, 1536: 921, 2048: 1130, 3072: 1510, 4096: 1410, 6144: 1450, 8192: 1420}
+    cal = registry.catalogues["calibration"]["b200"]
+    assert {k: v / 1e12 for k, v in cal.gemm["bf16"].throughput.items()} == pytest.approx(
+        {f"{n}x{n}x{n}": tf for n, tf in published.items()})
+    # the printed rate is the printed time's: 2 x 1024^3 / 5.08e-6 s = 422.7 TFLOP/s
+    assert 2 * 1024**3 / 5.08e-6 / 1e12 == pytest.approx(423, abs=0.5)
+    roof = device_roofline(registry.device("b200"), "calibrated", registry)
+    # smallest shape over the sweep's best: 423 / 1510 = 0.2801
+    assert roof.efficiency("bf16", 2.0 * 1024**3) == pytest.approx(0.2801, abs=1e-4)
+    # the best row runs at the MAMF peak; the 8192^3 row at 1420 / 1510 of it = 1641 TFLOP/s
+    assert roof.matmul_rate("bf16", 2.0 * 3072**3) == pytest.approx(1745.0e12)
+    assert roof.matmul_rate("bf16", 2.0 * 8192**3) == pytest.approx(1641.0e12, rel=1e-3)
