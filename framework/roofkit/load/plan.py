@@ -204,6 +204,8 @@ def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
     # a prefill worker batches as many whole prompts as its token budget holds
     budget = 8192 if spec_e is None else spec_e.limits(d)[1]
     k = max(1, budget // n_in)
+    start = kernels * dplan.roofline.graph_node
+    start_eager = start if host.overlap else 0.0
     return {
         "Cf": Cf, "fp": fp, "host": host, "spec_e": spec_e, "k": k,
         "r_c": rows(Cf, Cf), "h_c": h_c, "a_c": a_c, "r_ci": rows(Cf + n_in, Cf + 1),
@@ -215,11 +217,10 @@ def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
         "eager": eager,
         "graph": np.where(ci <= (sizes[-1] if sizes else 0), np.asarray(host.graph)[ci],
                           eager),
-        # the device startup of a step's kernels (launch.graph_node each): a replayed graph
-        # pays it, and so does every step of an overlapped host (as the simulator has it)
-        "graph_dev": np.where(ci <= (sizes[-1] if sizes else 0),
-                              kernels * dplan.roofline.graph_node, 0.0),
-        "eager_dev": kernels * dplan.roofline.graph_node if host.overlap else 0.0,
+        # the device startup of a step's kernels (launch.graph_node each), as the simulator
+        # charges it: every step of an overlapped host, and a decode step replayed from a graph
+        "start_eager": start_eager,
+        "start_dec": np.where(ci <= (sizes[-1] if sizes else 0), start, start_eager),
     }
 
 
@@ -260,14 +261,14 @@ def layout_costs(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtyp
     h_c, a_c, h_c1, h_1, a_p, h_k = (parts[x] for x in ("h_c", "a_c", "h_c1", "h_1", "a_p",
                                                          "h_k"))
     eager, graph = parts["eager"], parts["graph"]
-    g_dev, e_dev = parts["graph_dev"], parts["eager_dev"]
-    dev_dec = r_c + h_c + a_c + np.where(g_dev > 0, g_dev, e_dev)
+    start_dec, start_eager = parts["start_dec"], parts["start_eager"]
+    dev_dec = r_c + h_c + a_c + start_dec
     t_dec = np.maximum(dev_dec, graph) if host.overlap else dev_dec + graph
-    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph) - np.where(g_dev > 0, g_dev, e_dev) \
-        + e_dev
-    pre_dev = float(r_i + h_1 + a_p) + e_dev
+    # a mixed step runs eagerly: its launches and startup in place of the decode step's
+    x = (r_ci - r_c) + a_p + (h_c1 - h_c) + (eager - graph) + (start_eager - start_dec)
+    pre_dev = float(r_i + h_1 + a_p) + start_eager
     t_pre = max(pre_dev, host.eager[1]) if host.overlap else pre_dev + host.eager[1]
-    dev_k = float(r_k + h_k + k * a_p) + e_dev
+    dev_k = float(r_k + h_k + k * a_p) + start_eager
     host_k = host.eager[min(k, len(host.eager) - 1)]
     pre_rate = k / (max(dev_k, host_k) if host.overlap else dev_k + host_k)
     # peak admission (SGLang) keeps every admitted request whole at the peak, as reserve does

@@ -141,8 +141,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     # step replayed from a CUDA graph, and by every step of an overlapped host, whose
     # launches run ahead of the device; a serial host's eager launches, charged one by one
     # on the step's path, already cover it
-    graph_dev = getattr(costs, "graph_step", 0.0)
-    eager_dev = graph_dev if overlap else 0.0
+    start_graph = getattr(costs, "graph_step", 0.0)
+    start_eager = start_graph if overlap else 0.0
     pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:
@@ -288,7 +288,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                     c = (sum_ctx + np.arange(m) * (nd * E)) / nd
                     dev = fixed_of[nd if pad is None else pad] + np.interp(c, ctx_grid,
                                                                            attn_rows[nd])
-                    dev = dev + (graph_dev if pad is not None else eager_dev)
+                    dev = dev + (start_graph if pad is not None else start_eager)
                     dts = np.maximum(dev, h) if overlap else dev + h
                     end = t + np.cumsum(dts)
                     if nxt is not None:
@@ -399,9 +399,9 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         if not ch and decode_rows:
             pad = pad_of[decode_rows] if decode_rows < len(pad_of) else None
             dev = dec_time(decode_rows, mean_ctx, decode_rows if pad is None else pad)
-            dev += graph_dev if pad is not None else eager_dev
+            dev += start_graph if pad is not None else start_eager
         else:
-            dev = dev_time(decode_rows, mean_ctx, ch, samples, pad) + eager_dev
+            dev = dev_time(decode_rows, mean_ctx, ch, samples, pad) + start_eager
         if draft is not None and decode_rows:
             dev += draft(decode_rows, mean_ctx)
         b = decode_rows + len(ch)
