@@ -54,7 +54,7 @@ from ..errors import OOMError, RoofkitError, SpecError
 from .fabric import fabric_of
 from .host import host_table
 from .simulate import layout_problems, profile_peak
-from .steps import CONTEXT_ROLES
+from .steps import CONTEXT_ROLES, startup
 
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 TPS = (1, 2, 4, 8)
@@ -204,8 +204,7 @@ def step_parts(reg, w, d, precision, tp, n_in, n_out, C, engine, kv_cache_dtype,
     # a prefill worker batches as many whole prompts as its token budget holds
     budget = 8192 if spec_e is None else spec_e.limits(d)[1]
     k = max(1, budget // n_in)
-    start = kernels * dplan.roofline.graph_node
-    start_eager = start if host.overlap else 0.0
+    start, start_eager = startup(kernels * dplan.roofline.graph_node, host.overlap)
     return {
         "Cf": Cf, "fp": fp, "host": host, "spec_e": spec_e, "k": k,
         "r_c": rows(Cf, Cf), "h_c": h_c, "a_c": a_c, "r_ci": rows(Cf + n_in, Cf + 1),

@@ -50,6 +50,7 @@ import attrs
 import numpy as np
 
 from ..errors import OOMError
+from .steps import startup
 
 
 @attrs.frozen
@@ -137,12 +138,8 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     attn_rows = [np.asarray(row) for row in attn.t[:dense + 1]]
     ctx_grid = np.asarray(costs.ctx_grid, dtype=float)
     fixed_of = costs.decode_fixed
-    # the device startup of the step's kernels (launch.graph_node each): paid by a decode
-    # step replayed from a CUDA graph, and by every step of an overlapped host, whose
-    # launches run ahead of the device; a serial host's eager launches, charged one by one
-    # on the step's path, already cover it
-    start_graph = getattr(costs, "graph_step", 0.0)
-    start_eager = start_graph if overlap else 0.0
+    # the device startup of the step's kernels (launch.graph_node each)
+    start_graph, start_eager = startup(getattr(costs, "graph_step", 0.0), overlap)
     pad_of = [_graph_size(sizes, k) for k in range(min(max_seqs, costs.max_seqs) + 1)]
     longest = max(inp) + max(out)
     if cfg.decode_only:

@@ -77,6 +77,13 @@ class Interp2:
         return a + (b - a) * fr
 
 
+def startup(graph_step: float, overlap: bool) -> tuple[float, float]:
+    """The kernels' device startup a step pays, ``(replayed from a graph, eager)``: a graph
+    replay pays ``graph_step`` (``K * a``); an eager step pays it only when the host overlaps
+    the device, since a serial host's launches, charged one by one, already cover it."""
+    return graph_step, (graph_step if overlap else 0.0)
+
+
 class StepCosts:
     """The device time of engine steps for one (workload, device, layout, formats, basis).
 
