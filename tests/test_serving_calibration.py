@@ -105,3 +105,48 @@ def test_the_tensorrt_llm_session_step_is_derived_from_its_published_gpt_350m_ru
                         precision="fp16", kv_cache_dtype="fp16", engine="tensorrt-llm-session",
                         registry=registry)
     assert with_engine.e2e_ms == pytest.approx(40.81, rel=0.001)
+
+
+#: dennislee22/vLLM-benchmarking@b474d1e README.md, vLLM 0.10.1.1 V1, one A100 80GB,
+#: Qwen2-7B-Instruct bf16: (README line, Running, Avg generation throughput tokens/s, mean
+#: context mid-window = KV usage x capacity / Running - half the window's 10 s of growth)
+VLLM_V1_WINDOWS = [("L1752", 10, 757.9, 1434), ("L1438", 20, 1435.6, 1481),
+                   ("L1856", 50, 2863.4, 1675), ("L1891", 75, 3792.5, 1408),
+                   ("L1926", 99, 4691.9, 1383), ("L1961", 195, 5737.5, 1445),
+                   ("L1962", 195, 5380.9, 1731), ("L2001", 236, 6297.4, 1419),
+                   ("L1995", 256, 6241.3, 1629)]
+
+
+def test_the_vllm_v1_rest_of_step_is_derived_from_its_published_decode_windows(registry):
+    # host.toml engines.vllm-v1.components.rest_of_step: a window's step is Running /
+    # throughput; less roofkit's own step at that batch and context (device, graph padding
+    # and startup, this profile's other components), the rest fits a + b * Running
+    import numpy as np
+
+    from roofkit.load.host import host_table
+    from roofkit.load.scheduler import _graph_size
+    from roofkit.load.steps import StepCosts
+    from roofkit.serving.overhead import engine_profile, interp_linear_array
+
+    eng = registry.spec("engines", "vllm-v1")
+    costs = StepCosts("qwen2.5-7b", "a100-80gb", tp=1, precision="bf16", kv_cache_dtype="bf16",
+                      registry=registry, max_rows=2560, max_seqs=512, max_context=2048,
+                      engine="vllm-v1")
+    host = host_table(eng, costs.roofline, registry, costs.kernels, 512)
+    rest = engine_profile(host_calibration(registry), "vllm-v1").components["rest_of_step"]
+    keys = sorted(int(k) for k in rest.by_batch)
+    xs = np.array(keys, dtype=float)
+    ys = np.array([rest.by_batch[str(k)] for k in keys])
+    n, left = [], []
+    for _, running, tokens_per_s, ctx in VLLM_V1_WINDOWS:
+        pad = _graph_size(tuple(eng.cuda_graphs.batch_sizes), running)
+        step = costs.decode_time(running, ctx, pad) + costs.graph_step + host.graph[running]
+        own = float(interp_linear_array(np.array([float(running)]), xs, ys)[0])
+        n.append(running)
+        left.append(running / tokens_per_s - (step - own))
+    slope, intercept = np.polyfit(n, left, 1)
+    assert keys == [10, 256]
+    assert rest.by_batch["10"] == pytest.approx(intercept + 10 * slope, abs=0.002e-3)
+    assert rest.by_batch["256"] == pytest.approx(intercept + 256 * slope, abs=0.002e-3)
+    resid = np.array(left) - (intercept + slope * np.array(n))
+    assert float(np.sqrt(np.mean(resid ** 2))) == pytest.approx(0.62e-3, abs=0.01e-3)

@@ -36,6 +36,28 @@ def test_without_an_origin_its_measurements_fall_back_to_the_datasheet(registry)
     assert after.peaks["bf16"] == before.peaks["bf16"]  # stas00's GEMM stays
 
 
+def test_an_engine_component_measured_apart_is_removed_for_its_own_origin(registry):
+    # vllm-v1's rest_of_step cites its own source: removing that origin drops the
+    # component alone, and the profile's other components (vLLM's PR) stay
+    from roofkit.circuit.roofline import host_calibration
+    from roofkit.serving.overhead import engine_step_time
+
+    path = "host:engines.vllm-v1.components.rest_of_step"
+    reg, removed = without(registry, "github:dennislee22/vllm-benchmarking")
+    assert removed == (path,)
+    before = host_calibration(registry)["engines"]["vllm-v1"]
+    after = host_calibration(reg)["engines"]["vllm-v1"]
+    assert set(before.components) - set(after.components) == {"rest_of_step"}
+    assert engine_step_time(after, 128) == pytest.approx(
+        engine_step_time(before, 128) - before.components["rest_of_step"].by_batch["10"]
+        - (before.components["rest_of_step"].by_batch["256"]
+           - before.components["rest_of_step"].by_batch["10"]) * (128 - 10) / (256 - 10))
+    reg, removed = without(registry, "github:vllm-project/vllm")
+    assert "host:engines.vllm-v1" in removed and path not in removed
+    # the PR's components go with their profile's source, the separately cited one stays
+    assert set(host_calibration(reg)["engines"]["vllm-v1"].components) == {"rest_of_step"}
+
+
 def test_an_origin_without_constants_leaves_the_registry_as_it_is(registry):
     reg, removed = without(registry, "amd.com")
     assert reg is registry and removed == ()

@@ -133,12 +133,16 @@ class StepTable:
     (``"8" = "0.165 ms"``). ``above``: beyond the largest measured batch the time is held
     at its value there (``"hold"``, the default) or extended along the last two measured
     points (``"linear"``: for a component whose code does a fixed amount of work per
-    request, said with a citation in ``above_where``)."""
+    request, said with a citation in ``above_where``). ``source``: the URL of a component
+    measured apart from its profile (the profile's ``source`` otherwise); such a component
+    is a calibration constant of its own (``engines.<profile>.components.<name>``)."""
 
     by_batch: dict[str, float] = quantities("time")
     where: str = ""
     above: str = "hold"
     above_where: str = ""
+    source: str = ""
+    notes: str = ""
 
 
 @attrs.frozen
@@ -181,6 +185,8 @@ class Calibration:
         for table in ("compute", "gemm", "mixed", "attention", "allreduce", "host_link",
                       "launch", "engines"):
             out += [(f"{table}.{k}", v) for k, v in getattr(self, table).items()]
+        out += [(f"engines.{k}.components.{c}", t) for k, prof in self.engines.items()
+                for c, t in prof.components.items() if t.source]
         return out
 
     def problems(self) -> list[tuple[str, str]]:

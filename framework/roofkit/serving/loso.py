@@ -105,7 +105,10 @@ def kernel_constants(registry) -> list[Constant]:
 
 
 def strip(cal, drop: Iterable[str]):
-    """``cal`` without the measured tables at the key paths ``drop``."""
+    """``cal`` without the measured tables at the key paths ``drop``. An engine profile
+    goes component by component: dropping ``engines.<p>`` removes the components its own
+    source measured and keeps those that cite a source of their own (each removed by its
+    path, ``engines.<p>.components.<c>``); a profile left with none is removed."""
     drop = set(drop)
     if not drop:
         return cal
@@ -113,10 +116,23 @@ def strip(cal, drop: Iterable[str]):
     if "bandwidth" in drop:
         changes["bandwidth"] = None
     for table in TABLES:
+        if table == "engines":
+            continue
         mapping = getattr(cal, table)
         kept = {k: v for k, v in mapping.items() if f"{table}.{k}" not in drop}
         if len(kept) != len(mapping):
             changes[table] = kept
+    profiles = {}
+    for name, prof in cal.engines.items():
+        whole = f"engines.{name}" in drop
+        comps = {c: t for c, t in prof.components.items()
+                 if f"engines.{name}.components.{c}" not in drop and not (whole and not t.source)}
+        if comps:
+            profiles[name] = prof if len(comps) == len(prof.components) else \
+                attrs.evolve(prof, components=comps)
+    if len(profiles) != len(cal.engines) or any(profiles[k] is not cal.engines[k]
+                                                for k in profiles):
+        changes["engines"] = profiles
     return attrs.evolve(cal, **changes)
 
 
