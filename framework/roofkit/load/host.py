@@ -47,7 +47,8 @@ def host_table(engine, roofline, registry, kernels: int, max_seqs: int) -> HostT
             measured = _overhead.measured_range(prof)
             dispatch = _overhead.engine_step_times(prof, np.maximum(b, 1.0))
             above = _overhead.above_text(prof)
-            source = f"engine {engine.name}: host calibration {h.calibration!r} ({prof.source})"
+            source = (f"engine {engine.name}: host calibration {h.calibration!r} "
+                      f"({_overhead.profile_sources(prof)})")
         else:
             keys = sorted(int(k) for k in h.by_batch)
             measured = (keys[0], keys[-1]) if len(keys) > 1 else None

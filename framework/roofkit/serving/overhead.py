@@ -146,7 +146,14 @@ def above_text(profile) -> str:
     if not lin:
         return "held at its largest measured batch's value above"
     return (f"{', '.join(lin)} extended linearly above its measured batches (per-request "
-            "work), the rest held")
+            "work), the other components held")
+
+
+def profile_sources(profile) -> str:
+    """The profile's source and those of its components measured apart, for notes."""
+    srcs = [profile.source, *(t.source for t in profile.components.values()
+                              if getattr(t, "source", ""))]
+    return "; ".join(dict.fromkeys(s for s in srcs if s))
 
 
 def measured_range(profile) -> tuple[int, int] | None:
@@ -214,7 +221,7 @@ def step_overhead(roofline, host: dict, launches: int, batch: int,
     if engine is not None and roofline.name == "calibrated":
         prof = engine_profile(host, engine)
         return StepOverhead(launches, roofline.launch, engine_step_time(prof, batch),
-                            f"engine {engine}: {prof.source}",
+                            f"engine {engine}: {profile_sources(prof)}",
                             measured=measured_range(prof), batch=int(batch),
                             above=above_text(prof))
     if roofline.name == "calibrated" and "kernel_sync" in host["launch"]:
