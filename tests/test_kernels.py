@@ -268,3 +268,45 @@ def test_triton_mxfp4_moe_is_hopper_only_and_flags_decode_below_64_rows(registry
     assert small.outside_profile_range
     assert any("kernel triton-mxfp4-moe outside its measured range" in n and "64..512" in n
                for n in small.notes)
+
+
+def _marlin_mxfp4(registry, engine="vllm-v1"):
+    return next(k for k in registry.spec("engines", engine).kernels
+                if k.name == "marlin-mxfp4-moe")
+
+
+def test_marlin_mxfp4_moe_efficiency_is_the_h100_in_server_timing(registry):
+    """sglang PR #38884: H100, Marlin W4A16 MoE, 16384-token prefill chunks, '1.237 TFLOP per
+    layer per GPU in 4.863 ms' (209.1 ms over 43 layers). The TFLOP: DeepSeek-V4-Flash's
+    experts (hidden 4096, intermediate 2048, top 6; sglang PR #34682), gate_up and down, split
+    over 4 GPUs: 2 x 6 x 3 x 4096 x 2048 x 16384 / 4. Compute-bound: e = rate / MAMF."""
+    flops = 2 * 6 * 3 * 4096 * 2048 * 16384 / 4
+    assert flops == pytest.approx(1.237e12, rel=1e-3)
+    assert 209.1e-3 / 43 == pytest.approx(4.863e-3, rel=1e-3)
+    rate = 1.237e12 / 4.863e-3
+    mamf = 794.5e12                                                 # h100-sxm compute.bf16
+    assert registry.spec("calibration", "h100-sxm").compute["bf16"].value == pytest.approx(mamf)
+    for engine in ("vllm-v1", "vllm-v1-async"):
+        kern = _marlin_mxfp4(registry, engine)
+        assert kern.compute_efficiency == pytest.approx(rate / mamf, abs=0.0005)
+        assert kern.memory_efficiency == 1.0 and kern.slot == "bf16"
+        assert kern.formats == ["mxfp4"] and kern.devices == ["h100-sxm", "h200"]
+        assert kern.before == "0.11.1" and kern.batch_range == [16384, 16384]
+
+
+def test_vllm_prefills_gpt_oss_experts_on_hopper_at_the_marlin_fraction(registry):
+    kw = dict(basis="calibrated", registry=registry)
+    plain = roofkit.prefill("gpt-oss-20b", "h100-sxm", tokens=16384, **kw)
+    vllm = roofkit.prefill("gpt-oss-20b", "h100-sxm", tokens=16384,
+                           engine="vllm-v1", **kw)
+    by = {r.node: r for r in plain.rows}
+    experts = [r for r in vllm.rows if r.node in ("moe.experts_gate_up", "moe.experts_down")]
+    assert len(experts) == 2
+    for r in experts:
+        assert r.slot == "bf16"
+        assert float(r.t_compute) == pytest.approx(float(by[r.node].t_compute) / 0.320, rel=1e-3)
+    assert "marlin-mxfp4-moe" in vllm.basis
+    # from 0.11.1 vLLM defaults to triton_kernels on Hopper: the entry no longer applies
+    later = roofkit.prefill("gpt-oss-20b", "h100-sxm", tokens=16384,
+                            engine="vllm-v1", engine_version="0.11.1", **kw)
+    assert "marlin-mxfp4-moe" not in later.basis
