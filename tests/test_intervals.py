@@ -11,6 +11,9 @@ import roofkit
 from roofkit import intervals as I
 from roofkit.testing import run_cli
 
+#: one xdist worker for every user of the session's whole-set run (conftest serving_suite)
+pytestmark = pytest.mark.xdist_group("serving_suite")
+
 
 def _rows(rs, origins=("o1", "o2"), **keys):
     """Residuals ``rs`` of one stratum, their sources taken in turn from ``origins``."""

@@ -9,6 +9,9 @@ import roofkit
 from roofkit.load.validation import run
 from roofkit.testing import run_cli
 
+#: one xdist worker for every user of the session's whole-set run (conftest serving_suite)
+pytestmark = pytest.mark.xdist_group("serving_suite")
+
 
 @pytest.fixture(scope="module")
 def report(serving_suite):

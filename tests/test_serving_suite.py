@@ -12,8 +12,13 @@ from roofkit.errors import SpecError
 from roofkit.serving import suite
 from roofkit.serving.validation import SCORED
 
-#: leave-one-source-out (median, max) over the 272 scored cases (127 static, 145 under load),
-#: measured on the set as it stands; a regression fails, an improvement passes (the 79 load
+#: one xdist worker for every user of the session's whole-set run (conftest serving_suite)
+pytestmark = pytest.mark.xdist_group("serving_suite")
+
+#: leave-one-source-out (median, max) over the 320 scored cases (127 static, 193 under load),
+#: measured on the set as it stands; a regression fails, an improvement passes (GPUStack's 48
+#: vLLM gpt-oss-20b load cases moved the whole set from 13.2 % to 16.1 %, vLLM's Marlin MXFP4
+#: kernel on Hopper back to 14.7 %; vLLM V1's step rest 13.4 % to 13.2 % before; the 79 load
 #: cases from ROCm vLLM on MI300X, SGLang on H200, A100 and H100 and SGLang disaggregated on
 #: H200 moved the load median from 17.1 % to 33.5 %; a closed loop's successor joining the
 #: step after the one formed as its predecessor finished moved it from 29.4 % to 30.3 % and

@@ -9,6 +9,9 @@ import pytest
 from roofkit.cli import main
 from roofkit.serving.validation import OTHER, SCORED, run
 
+#: one xdist worker for every user of the session's whole-set run (conftest serving_suite)
+pytestmark = pytest.mark.xdist_group("serving_suite")
+
 #: calibrated basis, single-node inference cases (127 scored: the 102 of the TensorRT-LLM
 #: v0.9.0 performance doc's addition read 6.41 %; the 14 L40S FP8 rows, scored since the
 #: L40S has a measured FP8 ceiling, moved it to 7.70 %)
