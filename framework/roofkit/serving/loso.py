@@ -122,16 +122,18 @@ def strip(cal, drop: Iterable[str]):
         kept = {k: v for k, v in mapping.items() if f"{table}.{k}" not in drop}
         if len(kept) != len(mapping):
             changes[table] = kept
-    profiles = {}
+    profiles, changed = {}, False
     for name, prof in cal.engines.items():
         whole = f"engines.{name}" in drop
         comps = {c: t for c, t in prof.components.items()
                  if f"engines.{name}.components.{c}" not in drop and not (whole and not t.source)}
-        if comps:
-            profiles[name] = prof if len(comps) == len(prof.components) else \
-                attrs.evolve(prof, components=comps)
-    if len(profiles) != len(cal.engines) or any(profiles[k] is not cal.engines[k]
-                                                for k in profiles):
+        if whole or len(comps) != len(prof.components):
+            changed = True
+            if not comps:
+                continue
+            prof = attrs.evolve(prof, components=comps)
+        profiles[name] = prof
+    if changed:
         changes["engines"] = profiles
     return attrs.evolve(cal, **changes)
 

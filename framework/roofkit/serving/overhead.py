@@ -151,8 +151,7 @@ def above_text(profile) -> str:
 
 def profile_sources(profile) -> str:
     """The profile's source and those of its components measured apart, for notes."""
-    srcs = [profile.source, *(t.source for t in profile.components.values()
-                              if getattr(t, "source", ""))]
+    srcs = [profile.source, *(t.source for t in profile.components.values())]
     return "; ".join(dict.fromkeys(s for s in srcs if s))
 
 
