@@ -6,6 +6,7 @@ import statistics
 
 import attrs
 import pytest
+from coverage_pins import COVERAGE
 
 from roofkit.cli import main
 from roofkit.errors import SpecError
@@ -32,15 +33,6 @@ PINNED = {"all": (0.1470, 3.8268), "static": (0.0935, 0.3625), "load": (0.2161, 
 #: above it, 20.2 % before the SGLang and MI300X load cases)
 PINNED_FAMILY = {"decode": 0.1339, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.1126,
                  "ttft": 0.2859}
-#: the 80 % intervals' coverage bounds. The target is 75-85 % for a new source; leave one
-#: source out reaches 86.3 % of 320 (static 89.0 %, load 84.5 %) with the new-source
-#: prediction interval, the source the unit: 1.3 points above the target, the intervals a
-#: little wide (83.1 % before vLLM's Marlin MXFP4 kernel on Hopper, whose single measured
-#: row count puts the GPUStack H100 cases in the wider outside-the-range strata; 70.8 % with
-#: case-counted order statistics). The upper bound is what is reached, not the target. Leave
-#: one case out 95.0 %, above the target: the case's own source stays in the table and an
-#: interval built for a new source is wider than its next case needs
-COVERAGE = {"source": (0.75, 0.87), "case": (0.75, 0.98)}
 
 
 def test_the_set_is_every_scored_static_and_load_case(serving_suite):
