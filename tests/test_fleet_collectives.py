@@ -135,7 +135,8 @@ def test_a_plugin_algorithm_is_registered_and_named(topo):
         collective_time("all_to_all", 1.0, Group.of(8, 8), topo, reg, algorithm="doubled")
 
 
-def test_builtin_plugin_names_every_collective_without_importing_numpy_at_build():
+def test_builtin_plugin_names_every_collective_without_importing_numpy_at_build(tmp_path):
+    import os
     import subprocess
     import sys
 
@@ -145,8 +146,11 @@ def test_builtin_plugin_names_every_collective_without_importing_numpy_at_build(
     assert builtin.COLLECTIVES == COLLECTIVES
     code = ("import sys, roofkit; roofkit.build_registry(entry_points=False); "
             "print('numpy' in sys.modules)")
-    subprocess.run([sys.executable, "-c", code], capture_output=True)  # warm the spec cache
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # a spec cache of its own, which no other test (or xdist worker) rewrites between the run
+    # that warms it and the one that checks
+    env = {**os.environ, "ROOFKIT_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", code], capture_output=True, env=env)  # warm it
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False", out.stderr
 
 
