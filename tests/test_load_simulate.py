@@ -382,8 +382,9 @@ def test_an_ad_hoc_cluster_of_partial_nodes_says_why():
 
 
 def test_a_closed_loop_in_lock_step_says_so():
-    # four 64-token prompts fit one step: they finish in one step and return together
-    kw = dict(requests=12, input_len=64, output_len=8, engine="vllm")
+    # four 64-token prompts fit one step: they finish in one step and return together (the
+    # engine alone: a serial API server would hand them over one after another)
+    kw = dict(requests=12, input_len=64, output_len=8, engine="vllm", frontend=False)
     r = simulate("llama-3.1-8b", "h100", concurrency=4, **kw)
     assert any("lock step: up to 4 requests" in n for n in r.notes)
     # every round is one step of the four prompts: the first round's TTFT is the later ones'

@@ -37,13 +37,14 @@ def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # reached on the calibrated basis over the 66 TPOT and ITL cases (24 NIM, 9 SGLang on
     # H200, 8 SGLang v0.3.0, 9 SGLang disaggregated on H200, 16 GPUStack vLLM gpt-oss-20b):
     # median 13.4 % (15.4 % before vLLM's Marlin MXFP4 kernel on Hopper, 11.3 % before the
-    # GPUStack cases), max 108 % (a GPUStack H100 burst with async scheduling; 70.8 % before)
+    # GPUStack cases), max 106 % (a GPUStack H100 burst with async scheduling; 108 % before
+    # vLLM's API server was charged, 70.8 % before the GPUStack cases)
     # (16.2 % and 75.3 % before the kernels' device startup in graph replays, 15.8 % before
     # the MXFP4 experts' weight stream on Hopper)
     # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
     # max is an SGLang H200 ITL past saturation)
     assert report.median("calibrated", "tpot") <= 0.135
-    assert report.max("calibrated", "tpot") <= 1.085
+    assert report.max("calibrated", "tpot") <= 1.065
 
 
 @pytest.mark.slow
@@ -54,7 +55,10 @@ def test_ttft_errors_do_not_rise_above_the_values_reached(report):
     # loop's successor joined the step after the one formed as its predecessor finished)
     # (targets 15 % / 40 % missed: a closed loop of fixed lengths stays in lock step in the
     # simulator, docs/load.md#accuracy-the-mechanisms)
-    assert report.median("calibrated", "ttft") <= 0.418
+    # (41.8 % before vLLM's API server was charged: its serial tokenizer hands a burst of
+    # prompts to the engine one after another, so the first of a round no longer waits for
+    # the others' prefill)
+    assert report.median("calibrated", "ttft") <= 0.392
     assert report.max("calibrated", "ttft") <= 3.83
 
 
@@ -67,8 +71,10 @@ def test_throughput_errors_do_not_rise_above_the_values_reached(report):
     # rest, 34.3 % before the kernels' device startup in graph replays), max 150 % (a GPUStack
     # A100 32K-prompt row); every
     # all-at-once run of vLLM on MI300X and of SGLang on H200 is
-    # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation
-    assert report.median("calibrated", "throughput") <= 0.167
+    # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation; 16.8 % with
+    # vLLM's API server charged (16.7 % before: its streaming time delays the RTX 4090
+    # clients' next requests)
+    assert report.median("calibrated", "throughput") <= 0.1681
     assert report.max("calibrated", "throughput") <= 1.498
 
 

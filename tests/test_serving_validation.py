@@ -171,12 +171,14 @@ def test_leave_one_source_out_scores_are_pinned(report):
 
 
 def test_every_constant_has_an_independence_statement(report, registry):
-    from roofkit.serving.loso import constants
+    from roofkit.serving.loso import constants, frontend_constants
 
     named = {s["constant"] for s in report.independence}
     kernels = {f"engine:{key}:kernels.{k.name}" for key in registry.catalogues["engines"]
                for k in registry.catalogues["engines"][key].kernels}
-    assert named == {c.name for c in constants(registry)} | kernels
+    frontends = {c.name for c in frontend_constants(registry)}
+    assert frontends == {"engine:vllm-v1:frontend", "engine:vllm-v1-async:frontend"}
+    assert named == {c.name for c in constants(registry)} | kernels | frontends
     removed = {s["constant"] for s in report.independence if s["cases_removed_for"]}
     assert "host:engines.tensorrt-llm-session" in removed
 

@@ -131,7 +131,8 @@ def test_simulate_charges_the_profile_serially(tmp_path):
     figure a step pays launch.kernel_sync; with the profile 0.142 ms + kernel_sync + the rest
     of the step at 128 sequences."""
     reg = roofkit.build_registry(entry_points=False, spec_paths=[_engine_without_host(tmp_path)])
-    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9, registry=reg)
+    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9, registry=reg,
+              frontend=False)  # the engine's step alone, without its API server
     measured = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
     before = roofkit.simulate("llama-3.1-8b", "h100", engine="v1-unmeasured", **kw)
     assert measured.max_batch == before.max_batch == 128
@@ -185,7 +186,7 @@ def test_the_async_profile_hides_the_host_time_behind_the_device():
     graph-replayed step is device + 0.142 ms + kernel_sync + launch.graph; overlapped it is
     max(device, that), the device's alone (some ms for 16 GB of weights), so the TPOT falls
     by 0.142 + 0.00965 + 0.0035 ms and the rest of the step at 128 sequences."""
-    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9)
+    kw = dict(concurrency=128, requests=128, input_len=8, output_len=9, frontend=False)
     serial = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1", **kw)
     ahead = roofkit.simulate("llama-3.1-8b", "h100", engine="vllm-v1-async", **kw)
     assert serial.max_batch == ahead.max_batch == 128

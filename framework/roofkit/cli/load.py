@@ -21,6 +21,8 @@ def register(sub) -> None:
     p.add_argument("--think-time", default=None, metavar="T", help="closed loop: each client "
                    "waits T after a request's last token before its next (0.5, 500ms, "
                    "exp:2s, uniform:1:3)")
+    p.add_argument("--no-frontend", action="store_true", help="charge no API-server time "
+                   "(prompts handed to the engine in process, as offline benchmarks do)")
     p.add_argument("--requests", type=int, default=None, help="requests in all (default 8 x "
                    "concurrency, at least 200; 1000 for a rate)")
     p.add_argument("--input-len", default="128", help="prompt tokens: N, uniform:LO:HI, "
@@ -113,7 +115,8 @@ def cmd_simulate(args) -> int:
                  chunked_prefill=False if args.no_chunked_prefill else None,
                  policy=args.policy, prefix_hit=args.prefix_hit, disagg=args.disagg,
                  spec_decode=args.spec_decode, slo=args.slo, seed=args.seed,
-                 think_time=args.think_time, basis=args.basis, registry=reg)
+                 think_time=args.think_time, frontend=not args.no_frontend,
+                 basis=args.basis, registry=reg)
     from ..intervals import check_level
 
     level = check_level(args.interval)

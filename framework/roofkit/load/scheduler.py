@@ -89,6 +89,7 @@ class Trace:
     step_time: np.ndarray
     step_seqs: np.ndarray  # sequences in each step
     step_tokens: np.ndarray  # token rows of each step
+    step_emitted: np.ndarray  # sequences that emitted a token in each step
     step_kv: np.ndarray  # KV bytes held after each step
     preemptions: int
     host_batches: tuple[int, int]  # the smallest and largest sequence count of any step
@@ -176,7 +177,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
     prefill_tokens = 0
     done = 0
     gaps, gap_w = [], []
-    ends, times, seqs_l, toks_l, kv_l = [], [], [], [], []
+    ends, times, seqs_l, toks_l, kv_l, emit_l = [], [], [], [], [], []
     lo_b, hi_b = 10**9, 0
     stall = 0.0
     joined_in_stall = 0
@@ -308,6 +309,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
                         times.extend(dts.tolist())
                         seqs_l.extend([nd] * m)
                         toks_l.extend([nd * verify] * m)
+                        emit_l.extend([nd] * m)
                         kv_l.extend((kv0 + np.arange(1, m + 1) * (0.0 if reserve else
                                                                    b_tok * nd * E)).tolist())
                         continue
@@ -503,6 +505,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         times.append(dt)
         seqs_l.append(b)
         toks_l.append(decode_rows * verify + step_prefill)
+        emit_l.append(decode_rows + len(finishing))
         kv_l.append(kv_used)
 
     if seqs_l:
@@ -512,6 +515,7 @@ def run(stream, cfg: EngineConfig, costs, host) -> Trace:
         input_len=np.asarray(inp), output_len=np.asarray(out), itl=np.asarray(gaps),
         itl_weight=np.asarray(gap_w), step_end=np.asarray(ends), step_time=np.asarray(times),
         step_seqs=np.asarray(seqs_l), step_tokens=np.asarray(toks_l),
+        step_emitted=np.asarray(emit_l, dtype=float),
         step_kv=np.asarray(kv_l), preemptions=preempt,
         host_batches=(lo_b if hi_b else 0, hi_b), prefill_tokens=prefill_tokens)
 

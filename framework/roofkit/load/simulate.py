@@ -31,6 +31,7 @@ from ..circuit import api as _circuit
 from ..errors import RoofkitError, SpecError
 from ..registry import resolve
 from ..results import Headline, Result
+from . import frontend as _frontend
 from . import requests as _requests
 from .fabric import fabric_of
 from .host import host_table
@@ -411,6 +412,7 @@ class Replica:
     host: object
     cfg: EngineConfig
     notes: tuple
+    frontend: object = None  # the engine's Frontend when it charges one
 
 
 def _engine_spec(reg, engine):
@@ -548,7 +550,8 @@ def build_replica(reg, w, d, *, engine, tp, precision, kv_cache_dtype, basis, st
                        kv_token=fp.kv_per_token, state_seq=fp.state_per_seq,
                        prefix_hit=prefix_hit, tokens_per_step=tps, draft_time=draft_time,
                        decode_only=decode_only)
-    return Replica(costs, host, cfg, tuple(notes))
+    fe = spec_e.frontend if spec_e is not None and spec_e.frontend.active else None
+    return Replica(costs, host, cfg, tuple(notes), fe)
 
 
 def profile_peak(w, tokens: int, seqs: int, logit_bytes: float = 16.0) -> float | None:
@@ -617,7 +620,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
              max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
              policy: str | None = None, prefix_hit: float = 0.0, disagg=None,
              spec_decode=None, slo=None, seed: int = 0, basis: str = "auto",
-             think_time=None, registry=None) -> LoadEstimate:
+             think_time=None, frontend: bool = True, registry=None) -> LoadEstimate:
     """Simulate serving a request stream under load; see the module docstring.
 
     :param concurrency: closed loop of this many clients; or ``rate`` (requests/s, Poisson)
@@ -642,6 +645,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         threshold (percentile keys are compared per request), ``slo_met`` the percentiles.
     :param basis: ``calibrated``, ``datasheet`` or ``auto`` (the default: calibrated where
         the device has a calibration, else datasheet).
+    :param frontend: charge the engine profile's API server (``[frontend]``, where it has
+        one); False for a run that hands prompts to the engine in process (offline).
     """
     from ..circuit.roofline import resolve_basis
 
@@ -673,6 +678,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   basis=basis, max_num_seqs=max_num_seqs, max_batched_tokens=max_batched_tokens,
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
+    deliveries = ()
     pd_ratio = None
     problems = layout_problems(w, pp=pp, ep=ep)
     if problems:
@@ -691,10 +697,24 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         fab.check(tp * pp * ep * dp, f"tp {tp} x pp {pp} x ep {ep} x dp {dp}")
         rep = build_replica(reg, w, d, tp=tp, stream=st, spec=spec, pp=pp, ep=ep, **common)
         dealt = _deal(st, dp * pp * ep)
-        traces = [run(s, rep.cfg, rep.costs, rep.host) for s in dealt]
-        arrival = np.concatenate([tr.arrival for tr in traces])
-        first = np.concatenate([tr.first_token for tr in traces])
-        finish = np.concatenate([tr.finish for tr in traces])
+        fe = rep.frontend if pp == 1 and frontend else None
+        if fe is None:
+            traces = [run(s, rep.cfg, rep.costs, rep.host) for s in dealt]
+            arrival = np.concatenate([tr.arrival for tr in traces])
+            first = np.concatenate([tr.first_token for tr in traces])
+            finish = np.concatenate([tr.finish for tr in traces])
+            if rep.frontend is not None and frontend:
+                notes.append("frontend not charged with pp > 1 (one API server for the "
+                             "pipeline's virtual engines is not modelled)")
+        else:
+            coupled = [_frontend.couple(fe, s, lambda x: run(x, rep.cfg, rep.costs, rep.host),
+                                        rep.cfg.tokens_per_step) for s in dealt]
+            traces = [c[0] for c in coupled]
+            deliveries = [c[1] for c in coupled]
+            arrival = np.concatenate([dl.send for dl in deliveries])
+            first = np.concatenate([dl.first for dl in deliveries])
+            finish = np.concatenate([dl.finish for dl in deliveries])
+            notes.append(_frontend_note(fe, traces, deliveries, coupled))
         devices = tp * dp * pp * ep
         reps = [rep]
         pools = ((rep, traces, tp),)
@@ -756,7 +776,9 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         in_len = np.concatenate([tr.input_len for tr in traces])
         out_len = np.concatenate([tr.output_len for tr in traces])
         if st.arrival is None:
-            k = max(lock_step(tr.arrival) for tr in traces)
+            # the clients' sends (with a frontend, on their last tokens as delivered)
+            k = max(lock_step(a) for a in ([dl.send for dl in deliveries] if deliveries
+                                           else [tr.arrival for tr in traces]))
             cold, later = rounds_ttft(traces, [s.concurrency for s in dealt])
             after = "" if math.isnan(later) else f", {later * 1e3:.0f} ms after it"
             if k <= 1 and st.delay is None and cold > STAGGERED * later:
@@ -779,8 +801,14 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     e2e = finish - arrival
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(out_len > 1, (finish - first) / np.maximum(out_len - 1, 1), np.nan)
-    itl_x = np.concatenate([tr.itl for tr in traces])
-    itl_w = np.concatenate([tr.itl_weight for tr in traces])
+    if deliveries:
+        parts = [_frontend.itl(dl, tr, reps[-1].cfg.tokens_per_step)
+                 for dl, tr in zip(deliveries, traces, strict=True)]
+        itl_x = np.concatenate([p[0] for p in parts])
+        itl_w = np.concatenate([p[1] for p in parts])
+    else:
+        itl_x = np.concatenate([tr.itl for tr in traces])
+        itl_w = np.concatenate([tr.itl_weight for tr in traces])
     duration = float(np.max(finish) - np.min(arrival))
     tr0 = traces[0]
     dt = tr0.step_time
@@ -850,6 +878,25 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
         pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d, {}))
+
+
+def _frontend_note(fe, traces, deliveries, coupled) -> str:
+    span = max(float(np.max(dl.step)) if len(dl.step) else 0.0 for dl in deliveries) or 1.0
+    busy = max(dl.busy for dl in deliveries) / span
+    lag = np.concatenate([dl.first - tr.first_token
+                          for dl, tr in zip(deliveries, traces, strict=True)])
+    wait = np.concatenate([dl.visible - dl.send for dl in deliveries])
+    text = (f"frontend (one API-server process a replica, {fe.per_token * 1e6:.1f} us a streamed "
+            f"token, {fe.per_prompt_token * 1e6:.2f} us a prompt token): busy "
+            f"{min(busy, 1.0):.0%} of the run; a request waits {np.mean(wait) * 1e3:.2f} ms mean "
+            f"before the engine sees it, its first token {np.mean(lag) * 1e3:.2f} ms mean after "
+            f"the engine emitted it; {fe.source}")
+    if busy > 0.9:
+        text += ("; the frontend, not the engine, sets the pace (vLLM: --api-server-count or "
+                 "--stream-interval relieve it; not modelled)")
+    if not all(c[3] for c in coupled):
+        text += f"; admissions still moving after {max(c[2] for c in coupled)} engine runs"
+    return text
 
 
 def layout_problems(w, *, pp: int = 1, ep: int = 1) -> list[str]:

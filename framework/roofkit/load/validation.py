@@ -52,7 +52,7 @@ def _simulated(case: LoadCase, basis: str, registry, _runs: dict | None = None):
               output_len=c.output_lengths or c.output_len, tp=c.tp, dp=c.dp,
               precision=c.precision, kv_cache_dtype=c.kv_dtype or "bf16", engine=c.profile,
               max_num_seqs=c.max_num_seqs, max_batched_tokens=c.max_batched_tokens,
-              disagg=c.disagg or None, basis=basis)
+              disagg=c.disagg or None, basis=basis, frontend=c.frontend)
     if c.latency_bounds:  # the bounds only add the goodput and slo_met readings
         kw["slo"] = c.latency_bounds
     # one run per simulated configuration: cases reading other metrics of it share it

@@ -142,6 +142,27 @@ class HostOverhead(Cited):
     overlap: bool = False
 
 
+@attrs.frozen
+class Frontend(Cited):
+    """The serving process in front of the engine (an OpenAI API server), one serial process
+    per engine replica: each request costs it ``per_request + per_prompt_token x prompt
+    tokens`` before the engine sees the request (parsing, chat template, tokenization,
+    handing it over), and each step costs it ``per_token x sequences that emitted a token``
+    before their tokens reach the clients (output processing, incremental detokenization,
+    one streamed chunk each). A zero everywhere (the default) charges nothing."""
+
+    per_request: float = quantity("time", default=0.0, nonnegative=True,
+                                  doc="admission time of one request")
+    per_prompt_token: float = quantity("time", default=0.0, nonnegative=True,
+                                       doc="tokenization time per prompt token")
+    per_token: float = quantity("time", default=0.0, nonnegative=True,
+                                doc="time per streamed token of one request")
+
+    @property
+    def active(self) -> bool:
+        return self.per_request > 0 or self.per_prompt_token > 0 or self.per_token > 0
+
+
 KernelOp = Literal["gemm", "attention"]
 KvReads = Literal["per_kv_head", "per_query_head"]
 MODES = ("decode", "prefill")
@@ -263,6 +284,7 @@ class EngineSpec:
     kernels: list[KernelProfile] = attrs.field(factory=list)
     kv_sizing: KvSizing = attrs.field(factory=KvSizing)
     memory: MemoryDefaults = attrs.field(factory=MemoryDefaults)
+    frontend: Frontend = attrs.field(factory=Frontend)
 
     def limits(self, device) -> tuple[int, int]:
         """(max_num_seqs, max_num_batched_tokens) the engine picks on ``device``."""
@@ -315,6 +337,9 @@ class EngineSpec:
             out.append(("kv_sizing.sampler_logit_bytes", "the bytes a logit entry of the sampler "
                         "warm-up holds, in (0, 64]: 16 for a sorting sampler (float32 logits, "
                         f"sorted copy, int64 indices), got {self.kv_sizing.sampler_logit_bytes}"))
+        if self.frontend.active and not (self.frontend.source and self.frontend.where):
+            out.append(("frontend.source", "say where the frontend times were measured or "
+                        "derived (source and where)"))
         if version_key(self.version) == ():
             out.append(("version", f"a version such as \"0.6\", got {self.version!r}"))
         for i, k in enumerate(self.kernels):

@@ -52,6 +52,9 @@ class LoadConfig:
     max_num_seqs: int | None = count(default=None)
     max_batched_tokens: int | None = count(default=None, maximum=10**8)
     throughput_basis: Literal["total", "per_gpu", ""] = ""
+    #: whether the run went through the engine profile's API server (false: an offline
+    #: benchmark that hands the prompts to the engine in process)
+    frontend: bool = True
     #: the latency bounds the measured run met (``ttft_p99=2s,tpot_p99=200ms``, the syntax of
     #: ``roofkit simulate --slo``); validation says whether the simulated run meets them
     latency_bounds: str = ""

@@ -104,6 +104,13 @@ def kernel_constants(registry) -> list[Constant]:
             for key in cat for k in cat[key].kernels if k.measured]
 
 
+def frontend_constants(registry) -> list[Constant]:
+    """The measured frontends of ``specs/engines`` (``engine:vllm-v1:frontend``)."""
+    cat = registry.catalogues.get("engines") or {}
+    return [Constant(f"engine:{key}", "frontend", origin(cat[key].frontend.source))
+            for key in cat if cat[key].frontend.active]
+
+
 def strip(cal, drop: Iterable[str]):
     """``cal`` without the measured tables at the key paths ``drop``. An engine profile
     goes component by component: dropping ``engines.<p>`` removes the components its own
@@ -145,7 +152,8 @@ def without(registry, source: str):
     from ..registry import Registry
 
     removed = [c for c in constants(registry) if c.origin == source]
-    kernels = [c for c in kernel_constants(registry) if c.origin == source]
+    kernels = [c for c in (*kernel_constants(registry), *frontend_constants(registry))
+               if c.origin == source]
     if not removed and not kernels:
         return registry, ()
     cat = registry.catalogues["calibration"]
@@ -166,6 +174,8 @@ def without(registry, source: str):
                     if c.calibration == f"engine:{key}"}
             obj = attrs.evolve(e.obj, kernels=[k for k in e.obj.kernels
                                                if not (k.measured and k.name in drop)])
+            if "frontend" in drop:
+                obj = attrs.evolve(obj, frontend=type(obj.frontend)())
             kept[key] = Entry(obj, e.origin, e.layer, e.rank, key=e.key, claims=e.claims,
                               overrides=e.overrides) if drop else e
         cats["engines"] = Catalogue("engines", kept, dict(eng.aliases))
@@ -183,7 +193,8 @@ def statements(registry, case_origins: Iterable[str], engines: bool = False) -> 
     for o in case_origins:
         counts[o] = counts.get(o, 0) + 1
     out = []
-    for c in (*constants(registry), *kernel_constants(registry)):
+    for c in (*constants(registry), *kernel_constants(registry),
+              *frontend_constants(registry)):
         n = counts.get(c.origin, 0)
         text = (f"removed when scoring the {n} case(s) from {c.origin}" if n else
                 f"independent: no validation case comes from {c.origin}")
