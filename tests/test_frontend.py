@@ -134,3 +134,16 @@ def test_a_frontend_without_a_source_is_refused(tmp_path):
     with pytest.raises(Exception, match=r"frontend\.source"):
         reg = _engine_registry(tmp_path, '[frontend]\nper_token = "20 us"')
         reg.spec("engines", "vllm-test")
+
+
+def test_the_json_names_what_the_frontend_did():
+    r = roofkit.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=8, requests=32,
+                         input_len=256, output_len=32)
+    f = r.to_dict()["frontend"]
+    assert f["per_token_us"] == pytest.approx(29.34, abs=0.01) and f["settled"]
+    assert 0 < f["busy_fraction"] < 0.2 and f["admission_wait_ms"] > 0
+    # offline (the prompts handed to the engine in process): no frontend, no key
+    off = roofkit.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=8,
+                           requests=32, input_len=256, output_len=32, frontend=False)
+    assert "frontend" not in off.to_dict()
+    assert off.ttft["mean"] < r.ttft["mean"]

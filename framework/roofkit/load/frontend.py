@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 
 #: engine runs at most, and the largest shift of an admission (s) that counts as settled
-PASSES = 5
+PASSES = 8
 SETTLED = 1e-4
 
 

@@ -241,6 +241,8 @@ class LoadEstimate(Result):
     #: a step ran outside the batch range the engine's host time (or a kernel profile) was
     #: measured at: its intervals take the "outside the calibrated range" stratum
     outside_profile_range: bool = False
+    #: what the engine's API server did (:func:`_frontend_summary`), None when none is charged
+    frontend: dict | None = None
 
     #: the figures that carry an interval: the latencies' mean (``ttft_ms``) and percentiles
     #: (``ttft_ms_p90``), the throughputs
@@ -382,6 +384,8 @@ class LoadEstimate(Result):
             out["slo_met"] = self.slo_met
         if self.pd_ratio is not None:
             out["pd_ratio"] = self.pd_ratio
+        if self.frontend is not None:
+            out["frontend"] = dict(self.frontend)
         return out
 
     def timeline_samples(self, points: int = 200) -> dict:
@@ -679,6 +683,7 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                   chunked_prefill=chunked_prefill, policy=policy, prefix_hit=prefix_hit)
     notes = []
     deliveries = ()
+    front = None
     pd_ratio = None
     problems = layout_problems(w, pp=pp, ep=ep)
     if problems:
@@ -714,7 +719,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
             arrival = np.concatenate([dl.send for dl in deliveries])
             first = np.concatenate([dl.first for dl in deliveries])
             finish = np.concatenate([dl.finish for dl in deliveries])
-            notes.append(_frontend_note(fe, traces, deliveries, coupled))
+            front = _frontend_summary(fe, traces, deliveries, coupled)
+            notes.append(_frontend_note(front))
         devices = tp * dp * pp * ep
         reps = [rep]
         pools = ((rep, traces, tp),)
@@ -877,25 +883,36 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
         timeline={"time_s": tr0.step_end, "step_s": tr0.step_time, "batch": tr0.step_seqs,
                   "kv_fraction": kv_frac, "tokens": tr0.step_tokens},
         per_request={"arrival_s": arrival, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e},
-        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d, {}))
+        pd_ratio=pd_ratio, plugins=reg.plugin_set, energy_parts=(pools, d, {}),
+        frontend=front)
 
 
-def _frontend_note(fe, traces, deliveries, coupled) -> str:
+def _frontend_summary(fe, traces, deliveries, coupled) -> dict:
+    """What the API server did: the ``frontend`` object of :meth:`LoadEstimate.to_dict`."""
     span = max(float(np.max(dl.step)) if len(dl.step) else 0.0 for dl in deliveries) or 1.0
-    busy = max(dl.busy for dl in deliveries) / span
     lag = np.concatenate([dl.first - tr.first_token
                           for dl, tr in zip(deliveries, traces, strict=True)])
     wait = np.concatenate([dl.visible - dl.send for dl in deliveries])
-    text = (f"frontend (one API-server process a replica, {fe.per_token * 1e6:.1f} us a streamed "
-            f"token, {fe.per_prompt_token * 1e6:.2f} us a prompt token): busy "
-            f"{min(busy, 1.0):.0%} of the run; a request waits {np.mean(wait) * 1e3:.2f} ms mean "
-            f"before the engine sees it, its first token {np.mean(lag) * 1e3:.2f} ms mean after "
-            f"the engine emitted it; {fe.source}")
-    if busy > 0.9:
+    return {"busy_fraction": min(max(dl.busy for dl in deliveries) / span, 1.0),
+            "admission_wait_ms": float(np.mean(wait)) * 1e3,
+            "first_token_lag_ms": float(np.mean(lag)) * 1e3,
+            "per_token_us": fe.per_token * 1e6, "per_prompt_token_us": fe.per_prompt_token * 1e6,
+            "per_request_ms": fe.per_request * 1e3,
+            "engine_runs": max(c[2] for c in coupled), "settled": all(c[3] for c in coupled),
+            "source": fe.source}
+
+
+def _frontend_note(f: dict) -> str:
+    text = (f"frontend (one API-server process a replica, {f['per_token_us']:.1f} us a streamed "
+            f"token, {f['per_prompt_token_us']:.2f} us a prompt token): busy "
+            f"{f['busy_fraction']:.0%} of the run; a request waits {f['admission_wait_ms']:.2f} "
+            f"ms mean before the engine sees it, its first token {f['first_token_lag_ms']:.2f} "
+            f"ms mean after the engine emitted it; {f['source']}")
+    if f["busy_fraction"] > 0.9:
         text += ("; the frontend, not the engine, sets the pace (vLLM: --api-server-count or "
                  "--stream-interval relieve it; not modelled)")
-    if not all(c[3] for c in coupled):
-        text += f"; admissions still moving after {max(c[2] for c in coupled)} engine runs"
+    if not f["settled"]:
+        text += f"; admissions still moving after {f['engine_runs']} engine runs"
     return text
 
 
