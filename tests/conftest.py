@@ -26,3 +26,33 @@ def serving_suite(registry):
     from roofkit.serving.suite import run
 
     return run(registry=registry)
+
+
+def _dist_asked(config) -> str:
+    """The ``--dist`` mode the run was given (addopts, then the command line; last wins)."""
+    mode = ""
+    args = [*config.getini("addopts"), *map(str, config.invocation_params.args)]
+    for k, a in enumerate(args):
+        if a == "--dist" and k + 1 < len(args):
+            mode = args[k + 1]
+        elif a.startswith("--dist="):
+            mode = a.split("=", 1)[1]
+    return mode
+
+
+def pytest_configure(config):
+    """pytest 9 with pytest-xdist 3.8 runs ``--dist loadgroup`` without its groups (the
+    workers lose the mode, so no ``@group`` suffix reaches a node id), and every worker would
+    score the whole serving suite: stop, naming the fix, rather than run twice as long."""
+    if _dist_asked(config) != "loadgroup" or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    try:
+        import xdist
+    except ImportError:
+        return
+    version = tuple(int(x) for x in pytest.__version__.split(".")[:1])
+    if version >= (9,) and tuple(int(x) for x in xdist.__version__.split(".")[:2]) <= (3, 8):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with pytest-xdist {xdist.__version__} does not keep "
+            "the xdist_group tests on one worker under --dist loadgroup: install the test "
+            "extra's pytest (pip install 'pytest>=7.4,<9')")
