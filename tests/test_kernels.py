@@ -311,3 +311,28 @@ def test_vllm_prefills_gpt_oss_experts_on_hopper_at_the_marlin_fraction(registry
     later = roofkit.prefill("gpt-oss-20b", "h100-sxm", tokens=16384,
                             engine="vllm-v1", engine_version="0.11.1", **kw)
     assert "marlin-mxfp4-moe" not in later.basis
+
+
+def test_marlin_mxfp4_moe_on_the_a100_is_the_sm80_marlin_sweep(registry):
+    """vLLM PR #2497, resorcap's IST-DASLab bench.py sweep: 141.152, 141.425 and 141.124
+    TFLOP/s at 1024, 2048 and 4000 rows, speedups over torch's FP16 matmul 0.66, 0.60, 0.61;
+    torch at 141.124 / 0.61 = 231 TFLOP/s puts the board in the A100 class."""
+    rates = [141.152e12, 141.425e12, 141.124e12]
+    torch_rate = 141.124e12 / 0.61
+    assert 220e12 < torch_rate < 312e12                        # above any A10/A6000/3090 peak
+    mamf = registry.spec("calibration", "a100-80gb").compute["bf16"].value
+    assert mamf == pytest.approx(271.2e12)
+    for engine in ("vllm-v1", "vllm-v1-async"):
+        kern = next(k for k in registry.spec("engines", engine).kernels
+                    if k.name == "marlin-mxfp4-moe-a100")
+        assert kern.compute_efficiency == pytest.approx(sum(rates) / 3 / mamf, abs=0.0005)
+        assert kern.formats == ["mxfp4"] and kern.slot == "bf16" and not kern.before
+        assert kern.batch_range == [1024, 4000] and "a100-80gb" in kern.devices
+    # a 2048-token prefill: the experts' math runs at 0.521 of the BF16 MAMF
+    vllm = roofkit.prefill("gpt-oss-20b", "a100-80gb", tokens=2048, engine="vllm-v1",
+                           basis="calibrated", registry=registry)
+    experts = [r for r in vllm.rows if r.node in ("moe.experts_gate_up", "moe.experts_down")]
+    assert len(experts) == 2
+    for r in experts:
+        assert float(r.flops) / float(r.t_compute) == pytest.approx(0.521 * mamf, rel=1e-3)
+    assert "marlin-mxfp4-moe-a100" in vllm.basis

@@ -43,7 +43,8 @@ def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # the MXFP4 experts' weight stream on Hopper)
     # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
     # max is an SGLang H200 ITL past saturation)
-    assert report.median("calibrated", "tpot") <= 0.135
+    # (13.4 % before vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF)
+    assert report.median("calibrated", "tpot") <= 0.1284
     assert report.max("calibrated", "tpot") <= 1.065
 
 
@@ -74,8 +75,9 @@ def test_throughput_errors_do_not_rise_above_the_values_reached(report):
     # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation; 16.8 % with
     # vLLM's API server charged (16.7 % before: its streaming time delays the RTX 4090
     # clients' next requests)
-    assert report.median("calibrated", "throughput") <= 0.1681
-    assert report.max("calibrated", "throughput") <= 1.498
+    # 14.7 % with vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF
+    assert report.median("calibrated", "throughput") <= 0.1468
+    assert report.max("calibrated", "throughput") <= 1.4906
 
 
 def test_a_case_needs_one_request_pattern(tmp_path):
