@@ -147,3 +147,24 @@ def test_the_json_names_what_the_frontend_did():
                            requests=32, input_len=256, output_len=32, frontend=False)
     assert "frontend" not in off.to_dict()
     assert off.ttft["mean"] < r.ttft["mean"]
+
+
+def test_the_planner_screens_an_aggregated_engine_behind_its_api_server(tmp_path):
+    # a 400 us streamed token: C sequences' tokens take C x 400 us of the API server a step,
+    # so each row's TPOT is at least that, and its TTFT carries the tokenization and one pass
+    reg = _engine_registry(tmp_path, '[frontend]\nper_token = "400 us"\n'
+                           'per_prompt_token = "10 us"\nsource = "hand"\nwhere = "hand"')
+    plain = _engine_registry(tmp_path / "plain", "[frontend]")
+    kw = dict(input_len=512, output_len=128, slo="ttft_p90=10s,tpot_p90=1s", max_devices=1,
+              concurrencies=(8, 64), engine="vllm-test", verify=0, disagg=False,
+              precisions=["bf16"])
+    a = {r["concurrency"]: r for r in roofkit.plan("llama-3.1-8b", ["h100"], registry=reg,
+                                                   **kw).rows if r["layout"] == "TP1"}
+    b = {r["concurrency"]: r for r in roofkit.plan("llama-3.1-8b", ["h100"], registry=plain,
+                                                   **kw).rows if r["layout"] == "TP1"}
+    for c in (8, 64):
+        assert a[c]["tpot_ms"] == pytest.approx(max(b[c]["tpot_ms"], c * 0.4), rel=1e-9)
+        assert a[c]["ttft_ms"] - b[c]["ttft_ms"] == pytest.approx(512 * 0.01 + c * 0.4,
+                                                                  rel=1e-9)
+    # 64 x 0.4 = 25.6 ms: the frontend's pace, above the engine's step
+    assert a[64]["tpot_ms"] == pytest.approx(25.6) and b[64]["tpot_ms"] < 25.6

@@ -29,11 +29,16 @@ step of an overlapped host; a serial host's eager launches, charged one by one, 
                 r_pre = k / t_step(k prompts), k = max(1, token budget // I)
 
 (``prefill-first`` engines without mixed steps pay a whole prefill step ``t_pre`` in place
-of ``x``). A configuration is refused, with its reason counted, when the weights or the
-KV of ``C`` sequences do not fit (``C (I + O/2)`` tokens held as the cache grows,
-``C (I + O)`` when the engine reserves or admits at the peak; the cache is the engine's
-memory share less the weights, and less its profiling pass's peak where it sizes the cache
-after one, as the simulator has it), when it needs more devices than allowed, or when
+of ``x``). An engine with an API server (``[frontend]``: ``a`` a request, ``b`` a prompt
+token, ``c`` a streamed token; one serial process per engine, as the simulator has it, not
+with pp) streams a step's ``C`` tokens in ``C c`` beside the engine, so aggregated
+TPOT = max(TPOT, C c) and TTFT += a + I b + C c.
+
+A configuration is refused, with its reason counted, when the weights or the KV of ``C``
+sequences do not fit (``C (I + O/2)`` tokens held as the cache grows, ``C (I + O)`` when the
+engine reserves or admits at the peak; the cache is the engine's memory share less the
+weights, and less its profiling pass's peak where it sizes the cache after one, as the
+simulator has it), when it needs more devices than allowed, or when
 it misses the SLO. The survivors are ranked by output tokens/s per device, their Pareto
 front of tokens/s per device against tokens/s per user is marked, and the best few are
 re-run through the step simulator (``roofkit.simulate``) in their steady state (arrivals
@@ -359,6 +364,19 @@ def plan_group(item) -> dict:
             refuse("weights do not fit", len(C))
         return lay
 
+    spec_e = None if engine is None else reg.spec("engines", engine)
+    fe = spec_e.frontend if spec_e is not None and spec_e.frontend.active else None
+
+    def served(lay):
+        """(TTFT, TPOT) of an aggregated engine of ``C`` sequences behind its API server."""
+        tpot = lay.t_dec + C * lay.x / n_out
+        ttft = lay.t_dec + lay.x
+        if fe is None:
+            return ttft, tpot
+        stream = C * fe.per_token
+        return (ttft + fe.per_request + n_in * fe.per_prompt_token + stream,
+                np.maximum(tpot, stream))
+
     def add(mode, label, tp, c, ttft, tpot, tok_dev, devices, **extra):
         rows.append(_row(device, precision, mode, label, tp, int(c), ttft, tpot, tok_dev,
                          1.0 / tpot, devices, **extra))
@@ -389,9 +407,13 @@ def plan_group(item) -> dict:
                 continue
             if pp == 1:
                 lays[tp] = lay
-            # aggregated: pp virtual engines of C sequences each on tp * pp devices
-            tpot = lay.t_dec + C * lay.x / n_out
-            ttft = lay.t_dec + lay.x
+            # aggregated: pp virtual engines of C sequences each on tp * pp devices (the
+            # API server charged without pp, as the simulator does)
+            if pp == 1:
+                ttft, tpot = served(lay)
+            else:
+                tpot = lay.t_dec + C * lay.x / n_out
+                ttft = lay.t_dec + lay.x
             tok = C / tpot
             label = f"TP{tp}" if pp == 1 else f"TP{tp} PP{pp}"
             for i, c in enumerate(conc):
@@ -415,8 +437,7 @@ def plan_group(item) -> dict:
         lay = costed(1, ep=ep)
         if lay is None:
             continue
-        tpot = lay.t_dec + C * lay.x / n_out
-        ttft = lay.t_dec + lay.x
+        ttft, tpot = served(lay)  # each attention-DP rank behind its own API server
         for i, c in enumerate(conc):
             why = _miss(lay.kv_ok[i], ttft[i], tpot[i], slo)
             if why:
