@@ -107,23 +107,50 @@ def engine_stream(stream, trace, visible):
     return attrs.evolve(stream, delay=np.maximum(delay, 0.0))
 
 
+def first_guess(fe, stream):
+    """The engine's view of ``stream`` with the frontend idle but for admissions: the
+    admission queue of the sends known up front (an open loop's, a closed loop's first
+    round), and a later closed-loop request ``think + per_request + per_prompt_token x L``
+    after its predecessor."""
+    n = len(stream)
+    inp = np.asarray(stream.input_len, dtype=float)
+    if stream.arrival is not None:
+        visible, _ = _loop(fe, np.asarray(stream.arrival, dtype=float), inp, np.zeros(0),
+                           np.zeros(0))
+        return attrs.evolve(stream, arrival=visible)
+    c = min(stream.concurrency or n, n)
+    think = np.zeros(n) if stream.delay is None else np.asarray(stream.delay, dtype=float)
+    delay = think + fe.per_request + fe.per_prompt_token * inp
+    delay[:c], _ = _loop(fe, think[:c], inp[:c], np.zeros(0), np.zeros(0))
+    return attrs.evolve(stream, delay=delay)
+
+
+def _moved(a, b) -> float:
+    """The largest change between two engine views of one stream (arrivals or delays)."""
+    x, y = (a.arrival, b.arrival) if a.arrival is not None else (a.delay, b.delay)
+    return float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) if len(x) else 0.0
+
+
 def couple(fe, stream, run_engine, tokens_per_step: float = 1.0):
     """Run the engine (``run_engine(stream) -> Trace``) and the frontend ``fe`` to a fixed
-    point: ``(trace, delivery, passes, settled)``; ``settled`` is False when the admissions
-    still moved by more than :data:`SETTLED` after :data:`PASSES` engine runs (the last run
-    and its deliveries are returned)."""
-    trace = run_engine(stream)
-    seen = np.asarray(stream.arrival, dtype=float) if stream.arrival is not None else None
+    point: ``(trace, delivery, passes, settled)``. The engine runs on :func:`first_guess`,
+    then on the admissions the frontend gives for its last run, until they move by at most
+    :data:`SETTLED` (an open loop's arrivals, a closed loop's delays after each predecessor's
+    finish); ``settled`` is False when they still do after :data:`PASSES` engine runs (the
+    last run and its deliveries are returned)."""
+    seen = first_guess(fe, stream)
+    trace = run_engine(seen)
     passes, settled = 1, False
     while True:
         d = deliver(fe, trace, stream, tokens_per_step)
-        if seen is not None and len(seen) and np.max(np.abs(d.visible - seen)) <= SETTLED:
+        nxt = engine_stream(stream, trace, d.visible)
+        if _moved(nxt, seen) <= SETTLED:
             settled = True
             break
         if passes >= PASSES:
             break
-        seen = d.visible
-        trace = run_engine(engine_stream(stream, trace, d.visible))
+        seen = nxt
+        trace = run_engine(seen)
         passes += 1
     return trace, d, passes, settled
 
