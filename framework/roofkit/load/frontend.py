@@ -45,7 +45,7 @@ class Delivery:
     busy: float  # event-loop busy time (s)
 
 
-def deliver(fe, trace, stream, tokens_per_step: float = 1.0) -> Delivery:
+def deliver(fe, trace, stream) -> Delivery:
     """The frontend ``fe`` (:class:`roofkit.schema.engine.Frontend`) in front of ``trace``,
     the engine's run of ``stream``; in a closed loop each client resends on the delivered last
     token of its previous request (plus its think time)."""
@@ -131,7 +131,7 @@ def _moved(a, b) -> float:
     return float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) if len(x) else 0.0
 
 
-def couple(fe, stream, run_engine, tokens_per_step: float = 1.0):
+def couple(fe, stream, run_engine):
     """Run the engine (``run_engine(stream) -> Trace``) and the frontend ``fe`` to a fixed
     point: ``(trace, delivery, passes, settled)``. The engine runs on :func:`first_guess`,
     then on the admissions the frontend gives for its last run, until they move by at most
@@ -142,7 +142,7 @@ def couple(fe, stream, run_engine, tokens_per_step: float = 1.0):
     trace = run_engine(seen)
     passes, settled = 1, False
     while True:
-        d = deliver(fe, trace, stream, tokens_per_step)
+        d = deliver(fe, trace, stream)
         nxt = engine_stream(stream, trace, d.visible)
         if _moved(nxt, seen) <= SETTLED:
             settled = True

@@ -712,8 +712,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
                 notes.append("frontend not charged with pp > 1 (one API server for the "
                              "pipeline's virtual engines is not modelled)")
         else:
-            coupled = [_frontend.couple(fe, s, lambda x: run(x, rep.cfg, rep.costs, rep.host),
-                                        rep.cfg.tokens_per_step) for s in dealt]
+            coupled = [_frontend.couple(fe, s, lambda x: run(x, rep.cfg, rep.costs, rep.host))
+                       for s in dealt]
             traces = [c[0] for c in coupled]
             deliveries = [c[1] for c in coupled]
             arrival = np.concatenate([dl.send for dl in deliveries])
