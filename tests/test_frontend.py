@@ -168,3 +168,9 @@ def test_the_planner_screens_an_aggregated_engine_behind_its_api_server(tmp_path
                                                                   rel=1e-9)
     # 64 x 0.4 = 25.6 ms: the frontend's pace, above the engine's step
     assert a[64]["tpot_ms"] == pytest.approx(25.6) and b[64]["tpot_ms"] < 25.6
+
+
+def test_frontend_must_be_a_bool():
+    with pytest.raises(roofkit.RoofkitError, match="frontend must be True or False"):
+        roofkit.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", concurrency=2, requests=4,
+                         frontend="no")

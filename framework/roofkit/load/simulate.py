@@ -665,6 +665,8 @@ def simulate(workload, device, *, concurrency=None, rate=None, trace=None, reque
     for name, v in (("tp", tp), ("dp", dp), ("pp", pp), ("ep", ep)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise RoofkitError(f"{name} must be a whole number >= 1, got {v!r}")
+    if not isinstance(frontend, bool | np.bool_):
+        raise RoofkitError(f"frontend must be True or False, got {frontend!r}")
     if not 0.0 <= prefix_hit < 1.0:
         raise RoofkitError(f"prefix_hit must be in [0, 1), got {prefix_hit!r}")
     slo = parse_slo(slo)
