@@ -9,5 +9,8 @@ residuals, the shipped residual table)."""
 #: row count puts the GPUStack H100 cases in the wider outside-the-range strata; 70.8 % with
 #: case-counted order statistics). The upper bound is what is reached, not the target. Leave
 #: one case out 95.0 %, above the target: the case's own source stays in the table and an
-#: interval built for a new source is wider than its next case needs
-COVERAGE = {"source": (0.75, 0.87), "case": (0.75, 0.98)}
+#: interval built for a new source is wider than its next case needs. 88.4 % (static 95.3 %)
+#: since the TensorRT-LLM session's second host measurement: 93 of the 127 static cases are
+#: NVIDIA's repository's, scored with intervals from the few other static sources, and their
+#: residuals moved towards the centre of those intervals (85.9 % before)
+COVERAGE = {"source": (0.75, 0.89), "case": (0.75, 0.98)}

@@ -43,8 +43,9 @@ def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # the MXFP4 experts' weight stream on Hopper)
     # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
     # max is an SGLang H200 ITL past saturation)
-    # (13.4 % before vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF)
-    assert report.median("calibrated", "tpot") <= 0.1284
+    # (13.4 % before vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF;
+    # 12.8 % before the session step, the NIM engines' stand-in, became the mean of two runs)
+    assert report.median("calibrated", "tpot") <= 0.1279
     assert report.max("calibrated", "tpot") <= 1.065
 
 

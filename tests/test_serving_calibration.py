@@ -97,14 +97,56 @@ def test_the_tensorrt_llm_session_step_is_derived_from_its_published_gpt_350m_ru
     host = run.decode_host
     device = run.prefill_device + float(run.itl_steps.sum()) - 19 * host.host_time
     derived = (40.81e-3 - device - 20 * host.launches * host.launch) / 20
+    from roofkit.serving.loso import without
+
     session = host_calibration(registry)["engines"]["tensorrt-llm-session"]
-    assert engine_step_time(session, 1) == pytest.approx(derived, abs=0.0005e-3)
+    assert session.components["step"].by_batch["1"] == pytest.approx(derived, abs=0.0005e-3)
     assert engine_step_time(session, 512) == engine_step_time(session, 1)  # one batch size
-    # the engine's step, launches included, is what the published run shows per step
+    # with this measurement alone (the other's source left out), the engine's step,
+    # launches included, is what the published run shows per step
+    alone, _ = without(registry, "github:zhjunqin/llm-learning")
     with_engine = serve("gpt-350m", "a100-80gb", batch=1, input_len=60, output_len=20,
                         precision="fp16", kv_cache_dtype="fp16", engine="tensorrt-llm-session",
-                        registry=registry)
+                        registry=alone)
     assert with_engine.e2e_ms == pytest.approx(40.81, rel=0.001)
+
+
+def test_a_third_party_run_of_the_same_benchmark_measures_the_session_step_again(registry):
+    # host.toml's step.also: zhjunqin/LLM-Learning's gptSessionBenchmark of GPT-2 Medium
+    # (TensorRT-LLM 0.8.0, RTX 3090), 60/20 at batch 1 in 39.47 ms; its device time is
+    # roofkit's on the calibrated RTX 4090 scaled by the datasheet bandwidths 1008 / 936 GB/s
+    from roofkit.serving import serve
+    from roofkit.serving.loso import without
+
+    def derived(total, output_len):
+        run = serve("gpt2-medium", "rtx-4090", batch=1, input_len=60, output_len=output_len,
+                    precision="fp16", kv_cache_dtype="fp16", registry=registry)
+        host = run.decode_host
+        device = (run.prefill_device + float(run.itl_steps.sum())
+                  - (output_len - 1) * host.host_time) * 1008 / 936
+        return (total - device - output_len * host.launches * host.launch) / output_len
+
+    step = host_calibration(registry)["engines"]["tensorrt-llm-session"].components["step"]
+    assert [m.source for m in step.also] == [
+        "https://github.com/zhjunqin/LLM-Learning/blob/1bcaefe3498147e566ef06fdd63142ab2c1aae19"
+        "/inference/TRT-LLM/run_trt_llm.md"]
+    assert step.also[0].by_batch["1"] == pytest.approx(derived(39.47e-3, 20), abs=0.0005e-3)
+    # the same file's 60/100 run agrees within 0.02 ms a step
+    assert derived(195.73e-3, 100) == pytest.approx(step.also[0].by_batch["1"], abs=0.02e-3)
+    session = host_calibration(registry)["engines"]["tensorrt-llm-session"]
+    # the step is the mean of the two measurements
+    assert engine_step_time(session, 1) == pytest.approx((1.013e-3 + 0.534e-3) / 2)
+    # leaving NVIDIA's repository out keeps the third party's measurement alone
+    reg, removed = without(registry, "github:nvidia/tensorrt-llm")
+    assert "host:engines.tensorrt-llm-session" in removed
+    kept = host_calibration(reg)["engines"]["tensorrt-llm-session"]
+    assert engine_step_time(kept, 1) == pytest.approx(0.534e-3)
+    assert kept.components["step"].also == []
+    # and leaving the third party out keeps NVIDIA's
+    reg, removed = without(registry, "github:zhjunqin/llm-learning")
+    assert removed == ("host:engines.tensorrt-llm-session.components.step.also.0",)
+    assert engine_step_time(host_calibration(reg)["engines"]["tensorrt-llm-session"], 1) == \
+        pytest.approx(1.013e-3)
 
 
 #: dennislee22/vLLM-benchmarking@b474d1e README.md, vLLM 0.10.1.1 V1, one A100 80GB,
@@ -150,3 +192,25 @@ def test_the_vllm_v1_rest_of_step_is_derived_from_its_published_decode_windows(r
     assert rest.by_batch["256"] == pytest.approx(intercept + 256 * slope, abs=0.002e-3)
     resid = np.array(left) - (intercept + slope * np.array(n))
     assert float(np.sqrt(np.mean(resid ** 2))) == pytest.approx(0.62e-3, abs=0.01e-3)
+
+
+def test_a_further_measurement_of_a_step_without_its_url_or_batches_is_refused(tmp_path):
+    write_spec(tmp_path, "calibration", "toy-host", """
+        name = "toy-host"
+        [engines.toy]
+        source = "https://example.com/a"
+        where = "a run"
+        [engines.toy.components.step]
+        by_batch = { "1" = "1 ms" }
+        [[engines.toy.components.step.also]]
+        source = "somewhere"
+        [[engines.toy.components.step.also]]
+        source = "https://example.com/b"
+        by_batch = { "one" = "0.5 ms" }
+        """)
+    with pytest.raises(SpecError) as err:
+        make_registry(spec_paths=[tmp_path], cache=False)
+    text = str(err.value)
+    assert "engines.toy.components.step.also.0.source" in text and "URL" in text
+    assert "engines.toy.components.step.also.0.by_batch" in text
+    assert "engines.toy.components.step.also.1.by_batch.one" in text

@@ -29,13 +29,19 @@ pytestmark = pytest.mark.xdist_group("serving_suite")
 #: and lock step'; the kernels' device startup in graph replays and overlapped steps moved
 #: the load median from 28.8 % to 25.5 % and the MXFP4 experts' weight stream on Hopper (a
 #: triton_kernels H100 row) to 20.7 %; the L40S FP8 rows, scored since the L40S has a
-#: measured FP8 ceiling, moved the static median from 8.5 % to 9.4 %)
-PINNED = {"all": (0.1395, 3.8268), "static": (0.0935, 0.3625), "load": (0.2087, 3.8268)}
+#: measured FP8 ceiling, moved the static median from 8.5 % to 9.4 %; a second, third-party
+#: measurement of the TensorRT-LLM session's host step, which leaving NVIDIA's repository out
+#: keeps, moved the whole set from 13.9 % to 13.6 % and the static max from 36.2 % to 35.0 %;
+#: the NIM rows, whose in-flight executor takes the session's step as a stand-in, now at the
+#: two runs' mean, moved the load median from 20.9 % to 21.1 %)
+PINNED = {"all": (0.1360, 3.8241), "static": (0.0935, 0.3497), "load": (0.2111, 3.8241)}
 #: per metric family: the LOSO median reached (the issue's target: none above 20 %; TTFT is
 #: above it, 20.2 % before the SGLang and MI300X load cases; 28.6 % before vLLM's Marlin MXFP4
-#: experts on the A100, which took decode from 13.4 % to 12.5 % and throughput from 11.3 %)
-PINNED_FAMILY = {"decode": 0.1251, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.1099,
-                 "ttft": 0.2607}
+#: experts on the A100, which took decode from 13.4 % to 12.5 % and throughput from 11.3 %;
+#: 26.1 % before the session step's third-party measurement, which took throughput from
+#: 11.0 % to 10.0 % and decode from 12.5 % to 12.6 %)
+PINNED_FAMILY = {"decode": 0.1259, "e2e": 0.0787, "kernel": 0.0629, "throughput": 0.1004,
+                 "ttft": 0.2484}
 
 
 def test_the_set_is_every_scored_static_and_load_case(serving_suite):

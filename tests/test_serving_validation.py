@@ -15,9 +15,12 @@ pytestmark = pytest.mark.xdist_group("serving_suite")
 
 #: calibrated basis, single-node inference cases (127 scored: the 102 of the TensorRT-LLM
 #: v0.9.0 performance doc's addition read 6.41 %; the 14 L40S FP8 rows, scored since the
-#: L40S has a measured FP8 ceiling, moved it to 7.70 %)
-MEASURED_MEDIAN = 0.0770
-MEASURED_MAX = 0.3381
+#: L40S has a measured FP8 ceiling, moved it to 7.70 %; the TensorRT-LLM session's host step
+#: as the mean of NVIDIA's README run and a third party's, 0.774 ms instead of the README's
+#: 1.013 ms, moved it to 8.43 %: in sample for the first, the leave-one-source-out scores,
+#: which keep only the second, improved)
+MEASURED_MEDIAN = 0.0843
+MEASURED_MAX = 0.3439  # 0.3381 before the session step's mean
 #: the issue's targets for the calibrated basis
 TARGET_MEDIAN, TARGET_MAX = 0.15, 0.35
 #: the datasheet basis, shown beside it (127 scored cases, with the RTX 4090 decode cases and

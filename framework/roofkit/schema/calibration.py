@@ -128,6 +128,17 @@ ABOVE = ("hold", "linear")
 
 
 @attrs.frozen
+class StepMeasurement:
+    """A further measurement of an engine host-time component, from a source of its own
+    (another run, host or publisher): ``by_batch`` as the component's."""
+
+    by_batch: dict[str, float] = quantities("time")
+    source: str = ""
+    where: str = ""
+    notes: str = ""
+
+
+@attrs.frozen
 class StepTable:
     """One component of an engine's per-step host time, measured at several batch sizes
     (``"8" = "0.165 ms"``). ``above``: beyond the largest measured batch the time is held
@@ -135,7 +146,11 @@ class StepTable:
     points (``"linear"``: for a component whose code does a fixed amount of work per
     request, said with a citation in ``above_where``). ``source``: the URL of a component
     measured apart from its profile (the profile's ``source`` otherwise); such a component
-    is a calibration constant of its own (``engines.<profile>.components.<name>``)."""
+    is a calibration constant of its own (``engines.<profile>.components.<name>``).
+    ``also``: further measurements of the same component from other sources, each a
+    constant of its own (``...components.<name>.also.<i>``); the component's time is the
+    mean of its measurements, t(B) = (1/m) sum_j t_j(B), each interpolated as above, so
+    that leaving one source out keeps the others'."""
 
     by_batch: dict[str, float] = quantities("time")
     where: str = ""
@@ -143,6 +158,11 @@ class StepTable:
     above_where: str = ""
     source: str = ""
     notes: str = ""
+    also: list[StepMeasurement] = attrs.field(factory=list)
+
+    def tables(self) -> list[dict[str, float]]:
+        """The ``by_batch`` of every measurement of the component, its own first."""
+        return [self.by_batch, *(m.by_batch for m in self.also)]
 
 
 @attrs.frozen
@@ -187,6 +207,8 @@ class Calibration:
             out += [(f"{table}.{k}", v) for k, v in getattr(self, table).items()]
         out += [(f"engines.{k}.components.{c}", t) for k, prof in self.engines.items()
                 for c, t in prof.components.items() if t.source]
+        out += [(f"engines.{k}.components.{c}.also.{i}", m) for k, prof in self.engines.items()
+                for c, t in prof.components.items() for i, m in enumerate(t.also)]
         return out
 
     def problems(self) -> list[tuple[str, str]]:
@@ -228,10 +250,15 @@ class Calibration:
                                 f"message size {size!r} is not a whole number of bytes"))
         for name, engine in self.engines.items():
             for comp, tab in engine.components.items():
-                for b in tab.by_batch:
-                    if not b.isdigit() or int(b) < 1:
-                        out.append((f"engines.{name}.components.{comp}.by_batch.{b}",
-                                    f"batch size {b!r} is not an integer >= 1"))
+                for i, by_batch in enumerate(tab.tables()):
+                    at = f"engines.{name}.components.{comp}" + (f".also.{i - 1}" if i else "")
+                    if not by_batch:
+                        out.append((f"{at}.by_batch", "a measurement needs by_batch (e.g. "
+                                                      "{ \"1\" = \"0.5 ms\" })"))
+                    for b in by_batch:
+                        if not b.isdigit() or int(b) < 1:
+                            out.append((f"{at}.by_batch.{b}",
+                                        f"batch size {b!r} is not an integer >= 1"))
                 key = f"engines.{name}.components.{comp}.above"
                 if tab.above not in ABOVE:
                     out.append((key, f"{tab.above!r} is not one of {', '.join(ABOVE)}: "

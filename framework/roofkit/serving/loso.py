@@ -115,7 +115,9 @@ def strip(cal, drop: Iterable[str]):
     """``cal`` without the measured tables at the key paths ``drop``. An engine profile
     goes component by component: dropping ``engines.<p>`` removes the components its own
     source measured and keeps those that cite a source of their own (each removed by its
-    path, ``engines.<p>.components.<c>``); a profile left with none is removed."""
+    path, ``engines.<p>.components.<c>``); a component's further measurements
+    (``...components.<c>.also.<i>``) go one by one, and those left keep it; a profile left
+    with none is removed."""
     drop = set(drop)
     if not drop:
         return cal
@@ -132,9 +134,14 @@ def strip(cal, drop: Iterable[str]):
     profiles, changed = {}, False
     for name, prof in cal.engines.items():
         whole = f"engines.{name}" in drop
-        comps = {c: t for c, t in prof.components.items()
-                 if f"engines.{name}.components.{c}" not in drop and not (whole and not t.source)}
-        if whole or len(comps) != len(prof.components):
+        comps = {}
+        for c, t in prof.components.items():
+            at = f"engines.{name}.components.{c}"
+            kept = _kept(t, at in drop or (whole and not t.source),
+                         {i for i in range(len(t.also)) if f"{at}.also.{i}" in drop})
+            if kept is not None:
+                comps[c] = kept
+        if whole or comps != prof.components:
             changed = True
             if not comps:
                 continue
@@ -143,6 +150,20 @@ def strip(cal, drop: Iterable[str]):
     if changed:
         changes["engines"] = profiles
     return attrs.evolve(cal, **changes)
+
+
+def _kept(table, own: bool, also: set[int]):
+    """A host-time component without its own measurement (``own``) and its further ones
+    numbered ``also``: the first measurement left stands in for its own; None when none is
+    left."""
+    rest = [m for i, m in enumerate(table.also) if i not in also]
+    if not own:
+        return table if len(rest) == len(table.also) else attrs.evolve(table, also=rest)
+    if not rest:
+        return None
+    first = rest[0]
+    return attrs.evolve(table, by_batch=first.by_batch, source=first.source,
+                        where=first.where, notes=first.notes, also=rest[1:])
 
 
 def without(registry, source: str):

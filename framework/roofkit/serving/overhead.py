@@ -127,16 +127,25 @@ def engine_step_times(profile, batches: np.ndarray) -> np.ndarray:
     :func:`engine_step_time`)."""
     total = np.zeros(np.shape(batches))
     for table in profile.components.values():
-        pts = sorted((int(b), t) for b, t in table.by_batch.items())
-        xs = np.array([p[0] for p in pts], dtype=float)
-        ys = np.array([p[1] for p in pts], dtype=float)
-        t = interp_linear_array(batches, xs, ys)
-        if getattr(table, "above", "hold") == "linear" and len(xs) > 1:
-            x = np.asarray(batches, dtype=float)
-            slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-            t = np.where(x > xs[-1], ys[-1] + slope * (x - xs[-1]), t)
-        total += t
+        linear = getattr(table, "above", "hold") == "linear"
+        measured = table.tables()
+        for by_batch in measured:  # the mean of the component's measurements
+            total += _component_times(by_batch, batches, linear) / len(measured)
     return total
+
+
+def _component_times(by_batch: dict, batches: np.ndarray, linear: bool) -> np.ndarray:
+    """One measurement's time at every batch: interpolated, held above its largest batch
+    or, ``linear``, extended along its last two points."""
+    pts = sorted((int(b), t) for b, t in by_batch.items())
+    xs = np.array([p[0] for p in pts], dtype=float)
+    ys = np.array([p[1] for p in pts], dtype=float)
+    t = interp_linear_array(batches, xs, ys)
+    if linear and len(xs) > 1:
+        x = np.asarray(batches, dtype=float)
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        t = np.where(x > xs[-1], ys[-1] + slope * (x - xs[-1]), t)
+    return t
 
 
 def above_text(profile) -> str:
@@ -151,7 +160,8 @@ def above_text(profile) -> str:
 
 def profile_sources(profile) -> str:
     """The profile's source and those of its components measured apart, for notes."""
-    srcs = [profile.source, *(t.source for t in profile.components.values())]
+    srcs = [profile.source, *(t.source for t in profile.components.values()),
+            *(m.source for t in profile.components.values() for m in t.also)]
     return "; ".join(dict.fromkeys(s for s in srcs if s))
 
 
@@ -159,8 +169,8 @@ def measured_range(profile) -> tuple[int, int] | None:
     """The smallest and largest batch any component of an engine profile was measured at;
     None for a profile measured at one batch size (a batch-independent term). A component
     measured at one batch size is batch-independent: it has no range to leave."""
-    keys = sorted({int(k) for t in profile.components.values() if len(t.by_batch) > 1
-                   for k in t.by_batch})
+    keys = sorted({int(k) for t in profile.components.values() for by_batch in t.tables()
+                   if len(by_batch) > 1 for k in by_batch})
     return (keys[0], keys[-1]) if len(keys) > 1 else None
 
 
