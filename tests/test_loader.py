@@ -272,3 +272,16 @@ def test_gigabits_stay_legal():
 
     assert units.parse("200 Gb/s", "bandwidth") == 25e9
     assert units.parse("64 Gb", "bytes") == 8e9
+
+
+def test_a_string_where_an_array_is_expected_is_refused_not_read_letter_by_letter(tmp_path):
+    from roofkit.schema.engine import EngineSpec
+
+    p = tmp_path / "engines" / "toy.toml"
+    p.parent.mkdir(parents=True)
+    p.write_text('name = "toy"\n[[kernels]]\nname = "k"\nop = "gemm"\ndevices = "h100-sxm"\n'
+                 'source = "https://example.org/k"\n')
+    with pytest.raises(SpecError) as info:
+        load(p, EngineSpec)
+    assert any("expected an array, got 'h100-sxm'" in x and x.endswith(f"{p}:kernels[0].devices")
+               for x in info.value.problems)

@@ -214,3 +214,25 @@ def test_a_further_measurement_of_a_step_without_its_url_or_batches_is_refused(t
     assert "engines.toy.components.step.also.0.source" in text and "URL" in text
     assert "engines.toy.components.step.also.0.by_batch" in text
     assert "engines.toy.components.step.also.1.by_batch.one" in text
+
+
+@pytest.mark.parametrize(("also", "message"), [
+    ('also = "x"', "expected an array, got 'x'"),
+    ('also = ["x"]', "expected a table (StepMeasurement), got 'x'"),
+])
+def test_further_measurements_are_an_array_of_tables(tmp_path, also, message):
+    # a string is not read character by character, nor an item that is not a table
+    write_spec(tmp_path, "calibration", "toy-host", f"""
+        name = "toy-host"
+        [engines.toy]
+        source = "https://example.com/a"
+        where = "a run"
+        [engines.toy.components.step]
+        by_batch = {{ "1" = "1 ms" }}
+        {also}
+        """)
+    with pytest.raises(SpecError) as err:
+        make_registry(spec_paths=[tmp_path], cache=False)
+    assert message in str(err.value)
+    assert "engines.toy.components.step.also" in str(err.value)
+    assert "Traceback" not in str(err.value)

@@ -242,10 +242,40 @@ def make_converter() -> cattrs.Converter:
                 overrides[f.name] = override(struct_hook=_checked(meta))
             elif meta.get("keys"):
                 overrides[f.name] = override(struct_hook=_keyed(meta, conv, f.type))
-        return make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
+        fn = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **overrides)
+
+        def table(v, t):
+            if not isinstance(v, dict):
+                raise _Problems([("", f"expected a table ({cls.__name__}), got {v!r}")])
+            return fn(v, t)
+        return table
 
     conv.register_structure_hook_factory(attrs.has, factory)
+    conv.register_structure_hook_func(_is_list, _list_hook(conv))
     return conv
+
+
+def _is_list(t) -> bool:
+    return typing.get_origin(t) is list
+
+
+def _list_hook(conv):
+    """A list field: a TOML array (of tables or values), never a string or a table read
+    item by item."""
+    def hook(v, t):
+        if not isinstance(v, list | tuple):
+            raise _Problems([("", f"expected an array, got {v!r}")])
+        (item,) = typing.get_args(t) or (typing.Any,)
+        out, problems = [], []
+        for i, x in enumerate(v):
+            try:
+                out.append(conv.structure(x, item))
+            except Exception as exc:  # noqa: BLE001 - each item's problems, with its index
+                problems += _walk(exc, f"[{i}]", item)
+        if problems:
+            raise _Problems(problems)
+        return out
+    return hook
 
 
 def _walk(exc: BaseException, path: str, cls) -> list[tuple[str, str]]:
