@@ -270,7 +270,7 @@ def _list_hook(conv):
         for i, x in enumerate(v):
             try:
                 out.append(conv.structure(x, item))
-            except Exception as exc:  # noqa: BLE001 - each item's problems, with its index
+            except Exception as exc:  # each item's problems, with its index
                 problems += _walk(exc, f"[{i}]", item)
         if problems:
             raise _Problems(problems)
