@@ -194,23 +194,32 @@ def test_the_vllm_v1_rest_of_step_is_derived_from_its_published_decode_windows(r
     assert float(np.sqrt(np.mean(resid ** 2))) == pytest.approx(0.62e-3, abs=0.01e-3)
 
 
-def test_a_further_measurement_of_a_step_without_its_url_or_batches_is_refused(tmp_path):
-    write_spec(tmp_path, "calibration", "toy-host", """
-        name = "toy-host"
-        [engines.toy]
-        source = "https://example.com/a"
-        where = "a run"
-        [engines.toy.components.step]
-        by_batch = { "1" = "1 ms" }
-        [[engines.toy.components.step.also]]
-        source = "somewhere"
-        [[engines.toy.components.step.also]]
-        source = "https://example.com/b"
-        by_batch = { "one" = "0.5 ms" }
-        """)
+#: a host calibration with one engine profile of one component, measured once
+TOY_HOST = """
+name = "toy-host"
+[engines.toy]
+source = "https://example.com/a"
+where = "a run"
+[engines.toy.components.step]
+by_batch = { "1" = "1 ms" }
+"""
+
+
+def _toy_host_problems(tmp_path, more: str) -> str:
+    write_spec(tmp_path, "calibration", "toy-host", TOY_HOST + more)
     with pytest.raises(SpecError) as err:
         make_registry(spec_paths=[tmp_path], cache=False)
-    text = str(err.value)
+    return str(err.value)
+
+
+def test_a_further_measurement_of_a_step_without_its_url_or_batches_is_refused(tmp_path):
+    text = _toy_host_problems(tmp_path, """
+[[engines.toy.components.step.also]]
+source = "somewhere"
+[[engines.toy.components.step.also]]
+source = "https://example.com/b"
+by_batch = { "one" = "0.5 ms" }
+""")
     assert "engines.toy.components.step.also.0.source" in text and "URL" in text
     assert "engines.toy.components.step.also.0.by_batch" in text
     assert "engines.toy.components.step.also.1.by_batch.one" in text
@@ -222,17 +231,6 @@ def test_a_further_measurement_of_a_step_without_its_url_or_batches_is_refused(t
 ])
 def test_further_measurements_are_an_array_of_tables(tmp_path, also, message):
     # a string is not read character by character, nor an item that is not a table
-    write_spec(tmp_path, "calibration", "toy-host", f"""
-        name = "toy-host"
-        [engines.toy]
-        source = "https://example.com/a"
-        where = "a run"
-        [engines.toy.components.step]
-        by_batch = {{ "1" = "1 ms" }}
-        {also}
-        """)
-    with pytest.raises(SpecError) as err:
-        make_registry(spec_paths=[tmp_path], cache=False)
-    assert message in str(err.value)
-    assert "engines.toy.components.step.also" in str(err.value)
-    assert "Traceback" not in str(err.value)
+    text = _toy_host_problems(tmp_path, also + "\n")
+    assert message in text and "engines.toy.components.step.also" in text
+    assert "Traceback" not in text
