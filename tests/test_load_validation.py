@@ -44,8 +44,9 @@ def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # (target: median <= 15 %, max <= 40 %; the NIM fp8 engines hold an fp8 KV cache; the
     # max is an SGLang H200 ITL past saturation)
     # (13.4 % before vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF;
-    # 12.8 % before the session step, the NIM engines' stand-in, became the mean of two runs)
-    assert report.median("calibrated", "tpot") <= 0.1279
+    # 12.8 % before the session step, the NIM engines' stand-in, became the mean of two runs;
+    # 13.0 % over 67 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline, +41 %)
+    assert report.median("calibrated", "tpot") <= 0.1298
     assert report.max("calibrated", "tpot") <= 1.065
 
 
@@ -60,7 +61,8 @@ def test_ttft_errors_do_not_rise_above_the_values_reached(report):
     # (41.8 % before vLLM's API server was charged: its serial tokenizer hands a burst of
     # prompts to the engine one after another, so the first of a round no longer waits for
     # the others' prefill)
-    assert report.median("calibrated", "ttft") <= 0.392
+    # (37.8 % over 68 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline, -36 %)
+    assert report.median("calibrated", "ttft") <= 0.378
     assert report.max("calibrated", "ttft") <= 3.83
 
 
@@ -76,8 +78,9 @@ def test_throughput_errors_do_not_rise_above_the_values_reached(report):
     # predicted too fast, the MLPerf ones within 21 %, docs/load.md#validation; 16.8 % with
     # vLLM's API server charged (16.7 % before: its streaming time delays the RTX 4090
     # clients' next requests)
-    # 14.7 % with vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF
-    assert report.median("calibrated", "throughput") <= 0.1468
+    # 14.7 % with vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF; 15.0 %
+    # over 61 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline (-28 %)
+    assert report.median("calibrated", "throughput") <= 0.1498
     assert report.max("calibrated", "throughput") <= 1.4906
 
 
