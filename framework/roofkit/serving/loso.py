@@ -8,8 +8,9 @@ measured table of ``specs/calibration``: ``h100-sxm:bandwidth``,
 ``host:engines.tensorrt-llm-session``) is derived from its own source's origin. For the cases
 of origin ``O`` the estimator runs on a registry whose calibrations lack every constant of
 origin ``O``: a removed measurement falls back to the datasheet, a removed engine profile
-leaves the engine's host time out. Every other constant is independent of ``O`` by its
-origin, and the report says so per constant.
+leaves the engine's host time out, save the components another source measured too (their
+``also``, which stand in). Every other constant is independent of ``O`` by its origin, and
+the report says so per constant.
 """
 
 from __future__ import annotations
