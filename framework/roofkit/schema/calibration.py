@@ -129,8 +129,9 @@ ABOVE = ("hold", "linear")
 
 @attrs.frozen
 class StepMeasurement:
-    """A further measurement of an engine host-time component, from a source of its own
-    (another run, host or publisher): ``by_batch`` as the component's."""
+    """One measurement of an engine host-time component: its time at each measured batch
+    size (``by_batch``) and where it comes from (a further one of a component, ``also``, has
+    a source of its own: another run, host or publisher)."""
 
     by_batch: dict[str, float] = quantities("time")
     source: str = ""
@@ -139,7 +140,7 @@ class StepMeasurement:
 
 
 @attrs.frozen
-class StepTable:
+class StepTable(StepMeasurement):
     """One component of an engine's per-step host time, measured at several batch sizes
     (``"8" = "0.165 ms"``). ``above``: beyond the largest measured batch the time is held
     at its value there (``"hold"``, the default) or extended along the last two measured
@@ -152,12 +153,8 @@ class StepTable:
     mean of its measurements, t(B) = (1/m) sum_j t_j(B), each interpolated as above, so
     that leaving one source out keeps the others'."""
 
-    by_batch: dict[str, float] = quantities("time")
-    where: str = ""
     above: str = "hold"
     above_where: str = ""
-    source: str = ""
-    notes: str = ""
     also: list[StepMeasurement] = attrs.field(factory=list)
 
     def tables(self) -> list[dict[str, float]]:

@@ -162,9 +162,8 @@ def _kept(table, own: bool, also: set[int]):
         return table if len(rest) == len(table.also) else attrs.evolve(table, also=rest)
     if not rest:
         return None
-    first = rest[0]
-    return attrs.evolve(table, by_batch=first.by_batch, source=first.source,
-                        where=first.where, notes=first.notes, also=rest[1:])
+    first = {f.name: getattr(rest[0], f.name) for f in attrs.fields(type(rest[0]))}
+    return attrs.evolve(table, **first, also=rest[1:])
 
 
 def without(registry, source: str):
