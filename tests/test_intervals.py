@@ -208,13 +208,29 @@ def test_engine_profiles_map_to_their_family():
 
 
 def test_a_thin_metric_widens_to_its_family_before_all_metrics():
-    # load TTFT from one source: the TTFT family (static and under load) has two
+    # load ITL from one source: the decode family under load (ITL and TPOT) has two more
+    rows = (_rows([0.5] * 10, ("nim",), metric="load_itl_ms")
+            + _rows([0.0] * 10, ("a", "b"), metric="load_tpot_ms")
+            + _rows([-0.9] * 10, ("a", "b"), metric="load_ttft_ms"))
+    iv = I.interval(1.0, rows, metric="load_itl_ms", engine="vllm",
+                    device_class="nvidia cloud")
+    assert iv.stratum.startswith("family=decode range=inside") and iv.n == 20
+
+
+def test_static_and_load_residuals_never_share_a_stratum():
+    # load TTFT from one source and static TTFT from two: the load estimate backs off within
+    # the load residuals (to all of them), never into the static ones
     rows = (_rows([0.5] * 10, ("nim",), metric="load_ttft_ms")
-            + _rows([0.0] * 10, ("a", "b"), metric="ttft_ms")
-            + _rows([-0.9] * 10, ("a", "b"), metric="e2e_ms"))
+            + _rows([0.3] * 10, ("c", "d"), metric="load_tpot_ms")
+            + _rows([0.0] * 10, ("a", "b"), metric="ttft_ms"))
     iv = I.interval(1.0, rows, metric="load_ttft_ms", engine="vllm",
                     device_class="nvidia cloud")
-    assert iv.stratum.startswith("family=ttft range=inside") and iv.n == 20
+    assert iv.stratum.startswith("range=inside") and iv.n == 20
+    # and a static estimate sees the static residuals alone: all zero, a zero-width interval
+    st = I.interval(1.0, rows, metric="ttft_ms", engine="vllm", device_class="nvidia cloud")
+    assert st.n == 10 and st.lo == pytest.approx(1.0) == pytest.approx(st.hi)
+    assert [I.view(m) for m in ("ttft_ms", "load_ttft_ms", I.TRAIN_METRIC)] == \
+        ["static", "load", "train"]
 
 
 def test_a_simulation_carries_intervals_on_means_percentiles_and_throughput(capsys):
