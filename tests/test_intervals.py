@@ -118,9 +118,16 @@ def test_coverage_counts_measurements_inside_their_interval():
     rows = _rows([0.0, 0.0, 0.1, 0.1, 5.0, 5.0], ("a", "a", "b", "b", "c", "c"))
     src = I.coverage(rows, 0.8, "source")
     assert src["cases"] == 6 and src["covered"] == pytest.approx(4 / 6)
-    # one case out, its source's other case stays: c's case gets (0 + 0.1 + 5) / 3 = 1.7
-    # -/+ 1.8856 * sqrt(8.17 * (1 + 1/3)) = 1.7 -/+ 6.2, which holds 5
-    assert I.coverage(rows, 0.8, "case")["covered"] == 1.0
+    # one case out, its source's other case stays: three sources, so the robust spread:
+    # source means 0, 0.1, 5 -> centre median 0.1, MAD 0.1, between = (1.4826 * 0.1)^2 =
+    # 0.02198, within 0 (a and b agree within, c has one case left), tau2 = 0.02198;
+    # 0.1 -/+ 1.8856 * sqrt(0.02198 * (1 + 1/3)) = 0.1 -/+ 0.323: holds 0 and 0.1, not 5
+    # (the moment spread, centre 1.7 and half-width 6.2, would hold c's too)
+    sp = I.spread([("a", 0.0), ("b", 0.1), ("b", 0.1), ("c", 5.0)])
+    assert sp.centre == pytest.approx(0.1) and sp.between == pytest.approx(0.0219810, rel=1e-5)
+    assert I.residual_bounds(sp, 0.8)[1] == pytest.approx(0.1 + 1.8856 * (0.021981 * 4 / 3)
+                                                          ** 0.5, rel=1e-3)
+    assert I.coverage(rows, 0.8, "case")["covered"] == pytest.approx(4 / 6)
 
 
 def test_a_level_outside_zero_one_is_refused():

@@ -46,7 +46,8 @@ def test_tpot_errors_do_not_rise_above_the_values_reached(report):
     # (13.4 % before vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF;
     # 12.8 % before the session step, the NIM engines' stand-in, became the mean of two runs;
     # 13.0 % over 67 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline, +41 %)
-    assert report.median("calibrated", "tpot") <= 0.1298
+    # 13.1 % over 68 with GPUStack's SGLang Qwen3-235B burst (-78 %)
+    assert report.median("calibrated", "tpot") <= 0.1307
     assert report.max("calibrated", "tpot") <= 1.065
 
 
@@ -62,7 +63,9 @@ def test_ttft_errors_do_not_rise_above_the_values_reached(report):
     # prompts to the engine one after another, so the first of a round no longer waits for
     # the others' prefill)
     # (37.8 % over 68 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline, -36 %)
-    assert report.median("calibrated", "ttft") <= 0.378
+    # 40.5 % over 70 with GPUStack's SGLang Qwen3-235B burst (-52 %) and vLLM PR 43232's
+    # B200 30000-token run (-64 %)
+    assert report.median("calibrated", "ttft") <= 0.4048
     assert report.max("calibrated", "ttft") <= 3.83
 
 
@@ -80,8 +83,10 @@ def test_throughput_errors_do_not_rise_above_the_values_reached(report):
     # clients' next requests)
     # 14.7 % with vLLM's Marlin MXFP4 experts on the A100 at 0.521 of the BF16 MAMF; 15.0 %
     # over 61 with vLLM PR 23151's H100 Qwen3-30B-A3B baseline (-28 %)
-    assert report.median("calibrated", "throughput") <= 0.1498
-    assert report.max("calibrated", "throughput") <= 1.4906
+    # 16.8 % over 64 with GPUStack's SGLang Qwen3-235B burst (+198 %, the max) and vLLM PR
+    # rows 43232 (+101 %) and 28992 (+32 %)
+    assert report.median("calibrated", "throughput") <= 0.1681
+    assert report.max("calibrated", "throughput") <= 1.9777
 
 
 def test_a_case_needs_one_request_pattern(tmp_path):

@@ -20,7 +20,9 @@ scatter ``e_si`` of within-source variance ``sigma_w2``), a new source's residua
     centre -/+ t_{k-1, (1+L)/2} sqrt(tau2 + sigma_w2 + between / k)
 
 with ``centre`` the mean of the per-source means (each source weighs the same, however many
-cases it has), ``between`` their sample variance (``between / k``: the centre's own error),
+cases it has), ``between`` their sample variance (``between / k``: the centre's own error;
+from three sources on their median and squared scaled median absolute deviation, robust to
+the few sources that miss by several times, :func:`spread`),
 ``sigma_w2`` the pooled within-source variance and ``tau2 = max(0, between - sigma_w2 *
 mean(1/n_s))`` (method of moments, :func:`spread`). The interval of an estimate ``v`` is
 ``[v exp(-r_hi), v exp(-r_lo)]``. It is the prediction interval of a new group of a one-way
@@ -70,6 +72,7 @@ import functools
 import json
 import math
 import re
+import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -103,6 +106,8 @@ def view(metric: str) -> str:
     if metric.startswith("train_"):
         return "train"
     return "load" if metric.startswith("load_") else "static"
+#: the normal consistency factor of the median absolute deviation, 1 / Phi^-1(3/4)
+MAD_SCALE = 1.4826
 #: the fewest sources whose residuals make a stratum (see the module docstring)
 MIN_SOURCES = 2
 #: which validation metric family stands for each headline figure (a load estimate's
@@ -194,9 +199,9 @@ def t_quantile(p: float, df: int) -> float:
 @attrs.frozen
 class Spread:
     """The one-way random-effects summary of a stratum's residuals, the source the unit:
-    ``k`` sources; ``centre``, the mean of the per-source means (each source weighs the
-    same, however many cases it has); ``between``, the sample variance of the per-source
-    means; ``within``, the pooled within-source variance; ``tau2``, the between-source
+    ``k`` sources; ``centre``, the per-source means' mean (two sources) or median (each
+    source weighs the same, however many cases it has); ``between``, their spread (sample
+    variance, or the squared scaled median absolute deviation from three sources on); ``within``, the pooled within-source variance; ``tau2``, the between-source
     variance net of the within-source noise the source means carry."""
 
     k: int
@@ -216,12 +221,20 @@ class Spread:
 def spread(rs: Iterable[tuple[str, float]]) -> Spread | None:
     """:class:`Spread` of ``(source, residual)`` pairs; None for fewer than two sources.
 
-        m_s = mean of source s's residuals,  centre = (1/k) sum_s m_s
-        between = sum_s (m_s - centre)^2 / (k - 1)
+        m_s = mean of source s's residuals
+        k = 2:   centre = (m_1 + m_2) / 2,  between = (m_1 - m_2)^2 / 2
+        k >= 3:  centre = median_s m_s,  between = (1.4826 median_s |m_s - centre|)^2
         within = sum_s sum_i (r_si - m_s)^2 / sum_s (n_s - 1)   (0 when every n_s is 1)
         tau2 = max(0, between - within * (1/k) sum_s 1/n_s)
 
-    (E[between] = tau2 + sigma_w^2 mean(1/n_s): the method-of-moments split.)"""
+    (E[between] = tau2 + sigma_w^2 mean(1/n_s): the method-of-moments split.) From three
+    sources on, the centre and the spread of the source means are the median and the
+    median absolute deviation (scaled by 1.4826, the normal's consistency factor: Rousseeuw
+    & Croux, J. Am. Stat. Assoc. 88 (1993) 1273-1283): the source offsets are heavy-tailed
+    (most sources within 10-20 %, a few 2-7x off), and a moment estimate lets one such
+    source set the width of every interval of its stratum (the static 80 % intervals, 5.5x
+    wide hi / lo with four new static sources, covered 97.9 % of the held-out sources; with
+    the robust spread 1.5x and 71.5 %, the whole serving set 78.0 %: ``docs/accuracy.md``)."""
     by: dict[str, list[float]] = {}
     for s, r in rs:
         by.setdefault(s, []).append(r)
@@ -229,8 +242,12 @@ def spread(rs: Iterable[tuple[str, float]]) -> Spread | None:
     if k < 2:
         return None
     means = {s: sum(v) / len(v) for s, v in by.items()}
-    centre = sum(means.values()) / k
-    between = sum((m - centre) ** 2 for m in means.values()) / (k - 1)
+    if k >= 3:
+        centre = statistics.median(means.values())
+        between = (MAD_SCALE * statistics.median(abs(m - centre) for m in means.values())) ** 2
+    else:
+        centre = sum(means.values()) / k
+        between = sum((m - centre) ** 2 for m in means.values()) / (k - 1)
     dof = sum(len(v) - 1 for v in by.values())
     within = (sum((x - means[s]) ** 2 for s, v in by.items() for x in v) / dof
               if dof else 0.0)
