@@ -201,8 +201,9 @@ class Spread:
     """The one-way random-effects summary of a stratum's residuals, the source the unit:
     ``k`` sources; ``centre``, the per-source means' mean (two sources) or median (each
     source weighs the same, however many cases it has); ``between``, their spread (sample
-    variance, or the squared scaled median absolute deviation from three sources on); ``within``, the pooled within-source variance; ``tau2``, the between-source
-    variance net of the within-source noise the source means carry."""
+    variance, or the squared scaled median absolute deviation from three sources on);
+    ``within``, the pooled within-source variance; ``tau2``, the between-source variance net
+    of the within-source noise the source means carry."""
 
     k: int
     centre: float
